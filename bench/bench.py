@@ -239,9 +239,11 @@ class Runner:
         return r
 
     def syms_names(self, piddir):
-        """function_id -> name, from the session's modules/module_<ID>.syms."""
+        """function_id -> name, from the session's pid_N/module_<ID>.syms."""
         names = {}
-        for path in glob.glob(os.path.join(piddir, 'modules', 'module_*.syms')):
+        # pid_N/module_*.syms (pid_N/modules/ in sessions of builds before)
+        for path in (glob.glob(os.path.join(piddir, 'module_*.syms')) +
+                     glob.glob(os.path.join(piddir, 'modules', 'module_*.syms'))):
             mod = None
             with open(path, errors='replace') as f:
                 lines = f.readlines()

@@ -136,7 +136,9 @@ phase_ir() { awk '/^summary:/ {print $2}' "$1"; }
 
 bw_fib_calls() { # session dir: CALL count of hooked_guard's bw_fib
 	local syms fid body
-	syms=$(grep -l '^path .*/hooked_guard$' "$1"/session_*/pid_*/modules/module_*.syms | head -1)
+	# pid_N/module_*.syms (pid_N/modules/ in sessions of builds before).
+	syms=$(grep -l '^path .*/hooked_guard$' "$1"/session_*/pid_*/module_*.syms \
+		"$1"/session_*/pid_*/modules/module_*.syms 2>/dev/null | head -1) || true
 	[ -n "$syms" ] || { echo 0; return; }
 	# A version 2 file's function lines are in the body it names.
 	body=$(awk '$1 == "body" {print $2; exit}' "$syms")
@@ -147,8 +149,8 @@ bw_fib_calls() { # session dir: CALL count of hooked_guard's bw_fib
 
 hooked_guard_module() { # session dir: hooked_guard's module id, or nothing
 	local syms
-	syms=$(grep -l '^path .*/hooked_guard$' "$1"/pid_*/modules/module_*.syms 2>/dev/null |
-		head -1) || true
+	syms=$(grep -l '^path .*/hooked_guard$' "$1"/pid_*/module_*.syms \
+		"$1"/pid_*/modules/module_*.syms 2>/dev/null | head -1) || true
 	if [ -n "$syms" ]; then awk '$1 == "module_id" {print $2; exit}' "$syms" || true; fi
 }
 

@@ -31,7 +31,9 @@ summary() {
 # events DIR: the CALL+RETURN events of bw_* recorded in an ada session.
 recorded() {
 	local total=0 syms mod body
-	for syms in "$1"/session_*/pid_*/modules/module_*.syms; do
+	# pid_N/module_*.syms (pid_N/modules/ in sessions of builds before).
+	for syms in "$1"/session_*/pid_*/module_*.syms "$1"/session_*/pid_*/modules/module_*.syms; do
+		[ -f "$syms" ] || continue
 		mod=$(awk '$1 == "module_id" {print $2; exit}' "$syms")
 		# A version 2 file's function lines are in the body it names.
 		body=$(awk '$1 == "body" {print $2; exit}' "$syms")

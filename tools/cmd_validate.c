@@ -1,7 +1,7 @@
 /*
  * ada validate DIR: checks every ATF file of every pid_N/thread_K/ at or
  * under DIR (all retention generations, their detail files and links),
- * plus each pid's manifest.json and modules/module_<ID>.syms, whose problems are
+ * plus each pid's manifest.json and module_<ID>.syms, whose problems are
  * warnings. One line per problem, "path: offset N: what is wrong", then a
  * summary. Exit 0 only when there is no error; 1 when there are; 2 for a
  * usage error, a missing path or no traces at all.

@@ -1,11 +1,12 @@
 /*
- * The symbol table of one pid directory: every modules/module_<ID>.syms,
- * indexed by module id, resolving function_id = (module_id << 32) |
- * symbol_index to a name and the module's path. Modules the manifest lists
- * without a readable .syms file still resolve to their path. Functions of
- * a stripped image the agent could only number ("<file>+0x<offset>") take
- * their names from its debug file when one is found at load time
- * (symbols_debug.c).
+ * The symbol table of one pid directory: every module_<ID>.syms in it
+ * (and in its modules/, where sessions recorded before the files moved up
+ * have them), indexed by module id, resolving function_id =
+ * (module_id << 32) | symbol_index to a name and the module's path.
+ * Modules the manifest lists without a readable .syms file still resolve
+ * to their path. Functions of a stripped image the agent could only
+ * number ("<file>+0x<offset>") take their names from its debug file when
+ * one is found at load time (symbols_debug.c).
  * Threads: CLI only; immutable after load.
  */
 #include <dirent.h>
@@ -79,8 +80,8 @@ static void symtab_check(struct symtab_load *l, const char *path, const struct a
 	}
 }
 
-/* path: modules/<name>; dirfd: modules/, where a version 2 file's body
- * is. */
+/* path: <dir>/<name>; dirfd: <dir> (pid_N/ or pid_N/modules/), where a
+ * version 2 file's body is. */
 static int symtab_load_file(struct symtab_load *l, int dirfd, const char *path)
 {
 	struct atf_map map;
@@ -144,9 +145,11 @@ static int symtab_load_file(struct symtab_load *l, int dirfd, const char *path)
 	return err;
 }
 
-static int symtab_scan_dir(struct symtab_load *l, const char *pid_dir)
+/* Every module_*.syms of dir (pid_dir, or sub under it). */
+static int symtab_scan_dir(struct symtab_load *l, const char *pid_dir, const char *sub)
 {
-	char *dir = atf_strdup_printf("%s/modules", pid_dir);
+	char *dir =
+	    sub ? atf_strdup_printf("%s/%s", pid_dir, sub) : atf_strdup_printf("%s", pid_dir);
 	struct dirent *de;
 	DIR *d;
 	int err = 0;
@@ -156,7 +159,7 @@ static int symtab_scan_dir(struct symtab_load *l, const char *pid_dir)
 	d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d) {
 		free(dir);
-		return 0; /* no modules directory: no names, not an error */
+		return 0; /* no such directory: no names, not an error */
 	}
 	for (unsigned i = 0; !err && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		size_t n = strlen(de->d_name);
@@ -203,7 +206,9 @@ int ada_symtab_load(const char *pid_dir, const json_t *manifest, ada_syms_warn_f
 	l.t = calloc(1, sizeof(*l.t));
 	if (!l.t)
 		return -ENOMEM;
-	err = symtab_scan_dir(&l, pid_dir);
+	err = symtab_scan_dir(&l, pid_dir, NULL);
+	if (!err) /* a session recorded before the module files moved up */
+		err = symtab_scan_dir(&l, pid_dir, "modules");
 	if (!err)
 		err = symtab_from_manifest(&l, manifest);
 	if (err) {

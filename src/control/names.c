@@ -1,7 +1,8 @@
 /*
  * What a function glob matches in a recording (control.h,
  * ada_control_names_match): the functions of every module table a traced
- * process wrote (pid_N/modules/module_*.syms under the session), by the
+ * process wrote (pid_N/module_*.syms under the session; pid_N/modules/
+ * in a session recorded before the files moved up), by the
  * rule of the symbol triggers (ada_trigger_name_match). When no hooked
  * function matches, the closest hooked names: those containing the glob's
  * literal text (case ignored), else the smallest edit distances within a
@@ -124,7 +125,8 @@ static void names_module(struct names_scan *s, const struct ada_syms_module *m)
 	}
 }
 
-/* One module_*.syms under modules_fd; an unreadable one is skipped. */
+/* One module_*.syms under modules_fd (pid_N/ or an older session's
+ * pid_N/modules/); an unreadable one is skipped. */
 static void names_file(struct names_scan *s, int modules_fd, const char *name)
 {
 	int fd;
@@ -144,23 +146,30 @@ static void names_file(struct names_scan *s, int modules_fd, const char *name)
 	free(buf);
 }
 
+/* Every module_*.syms of the directory name under at. */
+static void names_dir(struct names_scan *s, int at, const char *name)
+{
+	DIR *d = ada_fs_opendir(at, name);
+	if (!d)
+		return;
+	struct dirent *de;
+	for (unsigned k = 0; k < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); k++) {
+		size_t l = strlen(de->d_name);
+		if (!strncmp(de->d_name, "module_", 7) && l > 12 &&
+		    !strcmp(de->d_name + l - 5, ".syms"))
+			names_file(s, dirfd(d), de->d_name);
+	}
+	closedir(d);
+}
+
 /* Every module table of one pid_N directory. */
 static void names_pid(struct names_scan *s, int session_fd, const char *pid_dir)
 {
 	int pid_fd;
 	if (ada_fs_open_dir(session_fd, pid_dir, &pid_fd))
 		return;
-	DIR *d = ada_fs_opendir(pid_fd, "modules");
-	if (d) {
-		struct dirent *de;
-		for (unsigned k = 0; k < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); k++) {
-			size_t l = strlen(de->d_name);
-			if (!strncmp(de->d_name, "module_", 7) && l > 12 &&
-			    !strcmp(de->d_name + l - 5, ".syms"))
-				names_file(s, dirfd(d), de->d_name);
-		}
-		closedir(d);
-	}
+	names_dir(s, pid_fd, ".");
+	names_dir(s, pid_fd, "modules"); /* an older session's */
 	close(pid_fd);
 }
 

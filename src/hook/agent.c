@@ -6,7 +6,7 @@
  * the library can be loaded by anything without effect). Otherwise:
  * arena (ring.h), return trampoline, discovery + hooking of every image
  * (agent_install.c), the files under $ADA_SESSION_DIR/pid_<pid>/
- * (modules/module_<ID>.syms, agent.json), fork/thread/crash handling
+ * (pid_<pid>/module_<ID>.syms, agent.json), fork/thread/crash handling
  * (agent_process.c), and last the switch that lets the handlers record.
  *
  * The agent prints nothing on success; a problem is one line on stderr
@@ -129,17 +129,17 @@ static void agent_body_name(const struct agent_module *m, char *name, size_t cap
 	snprintf(name, cap, "module_%" PRIu32 ".body", m->id);
 }
 
-/* modules/module_<ID>.body (shared by content, agent_syms.c), then the
+/* pid_<pid>/module_<ID>.body (shared by content, agent_syms.c), then the
  * module_<ID>.syms that names it (version 2, docs/format.md). */
-static int agent_write_syms(int mod_fd, struct agent_module *m)
+static int agent_write_syms(int pid_fd, struct agent_module *m)
 {
 	char name[64], body[64];
 	struct agent_syms_args a = {m, body, 0, 0};
 	agent_syms_name(m, name, sizeof(name));
 	agent_body_name(m, body, sizeof(body));
-	int err = agent_put_body(mod_fd, m, body, &a.hash, &a.body_len);
+	int err = agent_put_body(pid_fd, m, body, &a.hash, &a.body_len);
 	if (!err)
-		err = agent_write_file(mod_fd, name, agent_fill_syms, &a);
+		err = agent_write_file(pid_fd, name, agent_fill_syms, &a);
 	if (!err)
 		agent.syms_written++;
 	return err;
@@ -382,18 +382,16 @@ static int agent_fill_json(FILE *f, const void *arg)
 	return 0;
 }
 
-/* pid_<pid> under the session sfd and, when modules, its modules/
- * (*mod_fd stays -1 otherwise), opened (and made, 0700, when the drain
- * has not yet) without following a link. */
-static int agent_open_dirs_at(int sfd, bool modules, int *pid_fd, int *mod_fd)
+/* pid_<pid> under the session sfd, opened (and made, 0700, when the drain
+ * has not yet) without following a link. The module files go there too
+ * (module_<ID>.syms and .body): no directory of their own, whose inode
+ * each process paid (docs/internals.md, "Session layout"). */
+static int agent_open_dirs_at(int sfd, int *pid_fd)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "pid_%d", (int)getpid());
-	*pid_fd = *mod_fd = -1;
-	int err = ada_fs_mkdir(sfd, name, 0, pid_fd);
-	if (!err && modules)
-		err = ada_fs_mkdir(*pid_fd, "modules", 0, mod_fd);
-	return err;
+	*pid_fd = -1;
+	return ada_fs_mkdir(sfd, name, 0, pid_fd);
 }
 
 /* pid_<pid>/ once this process wrote its files there (files_pid): opened
@@ -424,14 +422,14 @@ static int agent_open_pid_dir_again(int *pid_fd)
 /* agent_open_dirs_at() in the session. The session is opened afresh on
  * each call rather than kept: the program may close or reuse any
  * descriptor the agent held. */
-static int agent_open_dirs(bool modules, int *pid_fd, int *mod_fd)
+static int agent_open_dirs(int *pid_fd)
 {
-	*pid_fd = *mod_fd = -1;
+	*pid_fd = -1;
 	if (agent_open_pid_dir_again(pid_fd) == 0)
-		return modules ? ada_fs_mkdir(*pid_fd, "modules", 0, mod_fd) : 0;
+		return 0;
 	int sfd = -1, err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	if (!err)
-		err = agent_open_dirs_at(sfd, modules, pid_fd, mod_fd);
+		err = agent_open_dirs_at(sfd, pid_fd);
 	if (sfd >= 0)
 		close(sfd);
 	return err;
@@ -447,8 +445,8 @@ static bool agent_pid_dir_ours(void)
 }
 
 /* agent.json (when json), then the one warning a process gives about its
- * files, and the directories closed. */
-static int agent_files_done(int err, bool json, int pid_fd, int mod_fd)
+ * files, and pid_<pid>/ closed. */
+static int agent_files_done(int err, bool json, int pid_fd)
 {
 	if (!err && json) {
 		err = agent_write_file(pid_fd, "agent.json", agent_fill_json, NULL);
@@ -468,8 +466,6 @@ static int agent_files_done(int err, bool json, int pid_fd, int mod_fd)
 	}
 	if (pid_fd >= 0)
 		close(pid_fd);
-	if (mod_fd >= 0)
-		close(mod_fd);
 	return err;
 }
 
@@ -480,21 +476,15 @@ static int agent_write_files_json(bool all_modules, size_t first_new, bool json)
 	if (!agent_pid_dir_ours())
 		return 0;
 	uint64_t t0 = agent_now_ns();
-	/* modules/ only when a symbol file goes there (always at the start):
-	 * agent.json alone (at exit, after the start-up's total, a dlopen of
-	 * nothing new) needs pid_<pid>/ only. */
-	bool syms = all_modules;
-	for (size_t i = first_new; !syms && i < agent.n_mods; i++)
-		syms = !agent.mods[i].gone;
-	int pid_fd, mod_fd, err = agent_open_dirs(syms, &pid_fd, &mod_fd);
+	int pid_fd, err = agent_open_dirs(&pid_fd);
 	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
 		if (!agent.mods[i].gone)
-			err = agent_write_syms(mod_fd, &agent.mods[i]);
+			err = agent_write_syms(pid_fd, &agent.mods[i]);
 	}
 	if (!err)
 		agent.files_pid = getpid();
 	agent.ns_files += agent_now_ns() - t0;
-	return agent_files_done(err, json, pid_fd, mod_fd);
+	return agent_files_done(err, json, pid_fd);
 }
 
 int agent_write_files(bool all_modules, size_t first_new)
@@ -507,11 +497,12 @@ int agent_write_syms_from(size_t first_new)
 	return agent_write_files_json(false, first_new, false);
 }
 
-/* Links module m's .syms from the modules/ of the process that wrote it
- * (src_fd) into ours (mod_fd), and checks that what got linked is that
- * very file (its inode): the name could have been replaced meanwhile (a
- * dlopen rewrote it, or the parent is gone and its pid was reused). */
-static bool agent_link_syms(int src_fd, int mod_fd, const struct agent_module *m)
+/* Links module m's .syms and .body from the pid_<N>/ of the process that
+ * wrote them (src_fd) into ours (pid_fd), and checks that what got linked
+ * is that very file (its inode): the name could have been replaced
+ * meanwhile (a dlopen rewrote it, or the parent is gone and its pid was
+ * reused). */
+static bool agent_link_syms(int src_fd, int pid_fd, const struct agent_module *m)
 {
 	char name[64];
 	agent_syms_name(m, name, sizeof(name));
@@ -519,36 +510,27 @@ static bool agent_link_syms(int src_fd, int mod_fd, const struct agent_module *m
 	agent_body_name(m, body, sizeof(body));
 	/* The body first: a reader that sees the .syms finds it. */
 	if (!m->syms_written || !m->syms_ino ||
-	    (linkat(src_fd, body, mod_fd, body, 0) != 0 && errno != EEXIST) ||
-	    linkat(src_fd, name, mod_fd, name, 0) != 0)
+	    (linkat(src_fd, body, pid_fd, body, 0) != 0 && errno != EEXIST) ||
+	    linkat(src_fd, name, pid_fd, name, 0) != 0)
 		return false;
 	struct stat st;
-	if (fstatat(mod_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	if (fstatat(pid_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_ino == m->syms_ino)
 		return true;
-	unlinkat(mod_fd, name, 0);
+	unlinkat(pid_fd, name, 0);
 	return false;
 }
 
-/* The parent's modules/ (pid_<files_pid>/modules under the session sfd),
- * opened without following a link; -1 when there is none. *pfd: its
- * pid_<files_pid>/, kept open when agent.json is there too (json_pid),
- * else -1. */
-static int agent_open_parent_modules(int sfd, int *pfd)
+/* The parent's pid_<files_pid>/ under the session sfd, where its module
+ * files are, opened without following a link; -1 when there is none. */
+static int agent_open_parent_dir(int sfd)
 {
 	char name[32];
 	int fd = -1;
-	*pfd = -1;
 	if (agent.files_pid <= 0 || agent.files_pid == getpid())
 		return -1;
 	snprintf(name, sizeof(name), "pid_%d", (int)agent.files_pid);
-	if (ada_fs_open_dir(sfd, name, pfd) == 0 && ada_fs_open_dir(*pfd, "modules", &fd) != 0)
-		fd = -1;
-	if (*pfd >= 0 && (agent.json_pid != agent.files_pid || !agent.json_ino)) {
-		close(*pfd);
-		*pfd = -1;
-	}
-	return fd;
+	return ada_fs_open_dir(sfd, name, &fd) == 0 ? fd : -1;
 }
 
 /* A forked child's agent.json at the fork: its parent's file (src_pfd,
@@ -561,8 +543,10 @@ static int agent_open_parent_modules(int sfd, int *pfd)
  * (its inode), as agent_link_syms() checks. False: write our own. */
 static bool agent_link_json(int src_pfd, int pid_fd)
 {
-	if (src_pfd < 0 || pid_fd < 0 || agent.syms_written || agent.syms_share_failed ||
-	    agent_count_any() || linkat(src_pfd, "agent.json", pid_fd, "agent.json", 0) != 0)
+	/* agent.json is the parent's own only when it wrote it there too. */
+	if (src_pfd < 0 || pid_fd < 0 || agent.json_pid != agent.files_pid || !agent.json_ino ||
+	    agent.syms_written || agent.syms_share_failed || agent_count_any() ||
+	    linkat(src_pfd, "agent.json", pid_fd, "agent.json", 0) != 0)
 		return false;
 	struct stat st;
 	if (fstatat(pid_fd, "agent.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -585,44 +569,42 @@ int agent_write_files_forked(void)
 	agent.syms_bodies_refused = agent.syms_bodies_unstored = 0;
 	agent.json_writes = 0;
 	/* The session once for both (a fork's start opens what it must). */
-	int sfd = -1, src_fd = -1, src_pfd = -1, pid_fd = -1, mod_fd = -1;
+	int sfd = -1, src_fd = -1, pid_fd = -1;
 	int err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	if (!err) {
-		src_fd = agent_open_parent_modules(sfd, &src_pfd);
-		err = agent_open_dirs_at(sfd, true, &pid_fd, &mod_fd);
+		src_fd = agent_open_parent_dir(sfd);
+		err = agent_open_dirs_at(sfd, &pid_fd);
 		close(sfd);
 	}
 	for (size_t i = 0; !err && i < agent.n_mods; i++) {
 		struct agent_module *m = &agent.mods[i];
 		if (m->gone)
 			continue;
-		if (src_fd >= 0 && agent_link_syms(src_fd, mod_fd, m)) {
+		if (src_fd >= 0 && agent_link_syms(src_fd, pid_fd, m)) {
 			agent.syms_shared++;
 			continue;
 		}
 		agent.syms_share_failed += m->syms_written;
-		err = agent_write_syms(mod_fd, m);
+		err = agent_write_syms(pid_fd, m);
 	}
+	bool linked = !err && agent_link_json(src_fd, pid_fd);
 	if (src_fd >= 0)
 		close(src_fd);
-	bool linked = !err && agent_link_json(src_pfd, pid_fd);
-	if (src_pfd >= 0)
-		close(src_pfd);
 	if (!err)
 		agent.files_pid = getpid();
 	agent.ns_files += agent_now_ns() - t0;
-	return agent_files_done(err, !linked, pid_fd, mod_fd);
+	return agent_files_done(err, !linked, pid_fd);
 }
 
 /* After exec the new image writes into the same pid_<pid>/ as the old one,
  * whose events keep their module ids: continue numbering after the
- * highest modules/module_<ID>.syms already there. */
+ * highest module_<ID>.syms already there. */
 static void agent_continue_ids(void)
 {
 	char dir[PATH_MAX + 48];
 	if (!agent_pid_dir_ours())
 		return;
-	snprintf(dir, sizeof(dir), "%s/pid_%d/modules", agent.session_dir, (int)getpid());
+	snprintf(dir, sizeof(dir), "%s/pid_%d", agent.session_dir, (int)getpid());
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;

@@ -401,7 +401,7 @@ struct agent_module {
 	uint64_t table_xxh64;
 	bool syms_written;
 	/* The inode of that file: a forked child links it into its own
-	 * modules/ and checks the link is this very file (agent.c). */
+	 * pid_N/ and checks the link is this very file (agent.c). */
 	ino_t syms_ino;
 	/* The patches applied and the original bytes they replaced (same
 	 * order, n_patch each): ada attach's detach restores the originals,
@@ -495,7 +495,7 @@ struct agent_state {
 	 * /proc/self/maps (agent_note_main_stack); 0: ask glibc. */
 	pid_t main_stack_pid;
 	uint64_t main_stack_lo, main_stack_hi;
-	/* The process whose pid_N/modules/ holds the .syms files as last
+	/* The process whose pid_N/ holds the .syms files as last
 	 * written (0: none yet); inherited by a forked child, which links
 	 * them instead of writing them again. syms_shared: this process's
 	 * files linked so; syms_share_failed: those it had to write because
@@ -557,7 +557,7 @@ void agent_attach_unplace(uint64_t lo, uint64_t hi);
 int agent_boot(void);
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
-/* Writes modules/module_<id>.syms for each module with written == false
+/* Writes pid_<getpid()>/module_<id>.syms for each module with written == false
  * (all when all) and agent.json, under pid_<getpid()>. 0 or -errno. */
 int agent_write_files(bool all_modules, size_t first_new);
 /* The symbol files of the modules from first_new on, without agent.json
@@ -626,11 +626,11 @@ void agent_crash_thread_exit(void);
 /* Program handlers the agent's crash handler called so far. */
 uint64_t agent_crash_chained(void);
 
-/* Puts module m's body at name under mod_fd: linked from the session's
+/* Puts module m's body at name under pid_fd (pid_N/): linked from the session's
  * symbodies/ store when it holds the body of m's table, else formatted,
  * written and linked into the store (agent_syms.c); *hash and *len get
  * the body's XXH64 and length. 0 or -errno. */
-int agent_put_body(int mod_fd, const struct agent_module *m, const char *name, uint64_t *hash,
+int agent_put_body(int pid_fd, const struct agent_module *m, const char *name, uint64_t *hash,
                    size_t *len);
 
 #endif

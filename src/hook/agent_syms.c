@@ -1,6 +1,6 @@
 /*
  * A module's symbol-table body shared by content (docs/format.md,
- * "Shared symbol bodies"): modules/module_<ID>.body is a hard link of the
+ * "Shared symbol bodies"): pid_N/module_<ID>.body is a hard link of the
  * session's symbodies/<key>, made by the first process that wrote that
  * body; a later process of the same image (an exec'd child: make running
  * cc1 again) links it instead of writing it again. Not hook context.
@@ -11,7 +11,7 @@
  * count of whole lines, and its length and XXH64 go in the .syms file,
  * which readers check the body against (the store is in the session,
  * where the target can write: it is trusted as far as the session is). A body is written whole
- * under a private name and renamed into modules/ before it is linked into the store, so a
+ * under a private name and renamed into pid_N/ before it is linked into the store, so a
  * concurrent writer of the same body finds either nothing or a whole file (its link then fails with
  * EEXIST, and both are the same bytes).
  */
@@ -121,49 +121,49 @@ static int agent_open_store(void)
 	return fd;
 }
 
-/* Links modules/name into the store as key. EEXIST: another process
+/* Links pid_N/name into the store as key. EEXIST: another process
  * stored the same body first, or a planted file is there, which ours
  * replaces (through a private name, renamed over it) so that later
  * processes find the body. */
-static void agent_store_body(int store, int mod_fd, const char *name, const char *key)
+static void agent_store_body(int store, int pid_fd, const char *name, const char *key)
 {
 	char tmp[ADA_FS_TMP_NAME_MAX];
-	if (linkat(mod_fd, name, store, key, 0) == 0)
+	if (linkat(pid_fd, name, store, key, 0) == 0)
 		return;
 	if (errno == EEXIST && ada_fs_tmp_name(key, tmp, sizeof(tmp)) == 0 &&
-	    linkat(mod_fd, name, store, tmp, 0) == 0 && ada_fs_commit(store, tmp, key) == 0)
+	    linkat(pid_fd, name, store, tmp, 0) == 0 && ada_fs_commit(store, tmp, key) == 0)
 		return;
 	agent.syms_bodies_unstored++;
 }
 
-int agent_put_body(int mod_fd, const struct agent_module *m, const char *name, uint64_t *hash,
+int agent_put_body(int pid_fd, const struct agent_module *m, const char *name, uint64_t *hash,
                    size_t *len)
 {
-	unlinkat(mod_fd, name, 0); /* a dlopen writes the files again */
+	unlinkat(pid_fd, name, 0); /* a dlopen writes the files again */
 	char key[128];
 	agent_body_key(m, key, sizeof(key));
 	int store = agent_open_store();
-	if (store >= 0 && linkat(store, key, mod_fd, name, 0) == 0) {
-		if (agent_body_read(mod_fd, name, m->st.count, hash, len)) {
+	if (store >= 0 && linkat(store, key, pid_fd, name, 0) == 0) {
+		if (agent_body_read(pid_fd, name, m->st.count, hash, len)) {
 			agent.syms_bodies_shared++;
 			close(store);
 			return 0;
 		}
 		/* Not a body of this table: a planted file. Ours replaces it. */
-		unlinkat(mod_fd, name, 0);
+		unlinkat(pid_fd, name, 0);
 		agent.syms_bodies_refused++;
 	}
 	char *t = ada_hook_syms_body(&m->st, len);
 	int err = t ? 0 : -ENOMEM;
 	if (t) {
 		*hash = XXH64(t, *len, 0);
-		err = ada_fs_replace(mod_fd, name, t, *len, false);
+		err = ada_fs_replace(pid_fd, name, t, *len, false);
 		free(t);
 	}
 	if (!err) {
 		agent.syms_bodies_written++;
 		if (store >= 0)
-			agent_store_body(store, mod_fd, name, key);
+			agent_store_body(store, pid_fd, name, key);
 	}
 	if (store >= 0)
 		close(store);

@@ -1,5 +1,5 @@
 /*
- * The modules/module_<ID>.syms writer (not hook context).
+ * The pid_N/module_<ID>.syms writer (not hook context).
  *
  * Called by the agent's init (and dlopen, and a forked child) once per
  * hooked image. Format: docs/internals.md. The table hash covers the

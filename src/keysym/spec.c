@@ -7,7 +7,7 @@
  * CRoaring portable bitmaps by module id (`--blob MODULE_ID=FILE`), or
  * nothing: every hooked function. ada_keysym_spec_build() turns it into
  * a builder for one process from that process's module tables (the
- * agent's modules/module_<ID>.syms, parsed by src/atf). Recorder side.
+ * agent's pid_N/module_<ID>.syms, parsed by src/atf). Recorder side.
  */
 #include <errno.h>
 #include <fnmatch.h>

@@ -1,6 +1,6 @@
 /*
  * The session's disk budget: its default, and the bytes the drain does not
- * write itself (the modules/ symbol files, agent.json, manifests, detail files,
+ * write itself (the module symbol files, agent.json, manifests, detail files,
  * directories, the manifest reserve), so that everything the session
  * writes counts against --max-disk-mb (docs/format.md, "Bounded disk").
  *
@@ -15,7 +15,7 @@
  * process directory: 10 ms after the start, then at doubling intervals up
  * to once a second while the process runs (drain.c drain_budget_scan_due),
  * once more when it is finished (then its files no longer change). The walk never follows
- * a link and goes two levels deep at most (pid_N/, pid_N/modules|thread_K/);
+ * a link and goes two levels deep at most (pid_N/, pid_N/thread_K/);
  * a thread's thread_K/ (sealed from its first index file: drain.c
  * drain_thread_file) holds only the drain's own files, so the walk counts
  * its directory's blocks and does not open it; those blocks are read once,
@@ -152,7 +152,7 @@ static uint64_t budget_walk(int dirfd, int depth, struct wal_proc *p)
 			continue;
 		if (known && S_ISDIR(st.st_mode))
 			*known = st.st_blocks < UINT32_MAX - 1 ? (uint32_t)st.st_blocks + 1 : 0;
-		/* A forked child's modules/ links its parent's .syms files,
+		/* A forked child's pid_N/ links its parent's module files,
 		 * and a module's body is one file linked from every process
 		 * of that image and the session's symbodies/ (docs/format.md):
 		 * each link counts its share, so the session counts such a
@@ -241,7 +241,7 @@ void wal_budget_scan_proc(struct wal_proc *p)
 
 void wal_budget_scan(struct ada_recorder *r)
 {
-	/* A retired process's modules/ went with its directory: the bodies
+	/* A retired process's module files went with its directory: the bodies
 	 * only it linked go at the next scan. */
 	budget_sweep_bodies(r->session_dir);
 	uint64_t total = budget_top_bytes(r->session_dir);
@@ -488,7 +488,7 @@ static bool budget_proc_emptied(const struct wal_proc *p)
 }
 
 /* Deletes the bodies of the session's symbodies/ that no process's
- * modules/ links any more (one link left: the store's own). A process
+ * pid_N/ links any more (one link left: the store's own). A process
  * linking one at this moment either made its link first (two links:
  * kept) or finds none and writes its own. */
 static void budget_sweep_bodies(const char *session_dir)
@@ -512,37 +512,41 @@ static void budget_sweep_bodies(const char *session_dir)
 	closedir(d);
 }
 
-/* Deletes p's modules/module_<ID>.syms and .body and modules/ (the links a forked
- * child shares with its parent, and a body shared by content, free their
+/* A process's module file: module_<ID>.syms or module_<ID>.body. */
+static bool budget_is_module_file(const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(name, "module_", 7) && n > 12 &&
+	       (!strcmp(name + n - 5, ".syms") || !strcmp(name + n - 5, ".body"));
+}
+
+/* Deletes p's pid_N/module_<ID>.syms and .body (the links a forked child
+ * shares with its parent, and a body shared by content, free their
  * blocks with the last of them), then the session's bodies no process
- * links any more; r:
- * each file leaves the side bytes at once (NULL: the caller scans p
- * next). False when there is no modules/ to open. */
+ * links any more; r: each file leaves the side bytes at once (NULL: the
+ * caller scans p next). False when there was no module file to delete. */
 static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p)
 {
-	int mfd = -1;
-	if (p->dir_fd < 0 || ada_fs_open_dir(p->dir_fd, "modules", &mfd) < 0)
-		return false;
-	DIR *d = fdopendir(mfd);
+	int fd = p->dir_fd < 0 ? -1 : openat(p->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
-		close(mfd);
+		if (fd >= 0)
+			close(fd);
 		return false;
 	}
+	bool any = false;
 	struct dirent *de;
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
-		size_t n = strlen(de->d_name);
-		if (strncmp(de->d_name, "module_", 7) || n < 5 ||
-		    (strcmp(de->d_name + n - 5, ".syms") && strcmp(de->d_name + n - 5, ".body")))
+		if (!budget_is_module_file(de->d_name))
 			continue;
 		if (r)
-			budget_side_forget(r, p, mfd, de->d_name);
-		unlinkat(mfd, de->d_name, 0);
+			budget_side_forget(r, p, fd, de->d_name);
+		any |= unlinkat(fd, de->d_name, 0) == 0;
 	}
 	closedir(d);
-	unlinkat(p->dir_fd, "modules", AT_REMOVEDIR);
-	if (r)
+	if (any && r)
 		budget_sweep_bodies(r->session_dir);
-	return true;
+	return any;
 }
 
 static void budget_retire_syms(struct ada_recorder *r, struct wal_proc *p)

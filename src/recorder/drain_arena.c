@@ -333,7 +333,7 @@ static void drain_ignore(struct ada_recorder *r, pid_t pid, ino_t ino)
 	}
 }
 
-/* The later process given pid writes its side files (modules/,
+/* The later process given pid writes its side files (module files,
  * agent.json) into the earlier one's pid_N/ all the same: the disk
  * budget scans that directory again until the pid is free (budget.c
  * wal_budget_scan_proc), so that they count; the newest pid_N/ of pid. */

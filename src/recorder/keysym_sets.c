@@ -11,11 +11,12 @@
  * publishes for every live process, reclaims old sets, then stores
  * ks->applied_gen and the result under ks->mu and broadcasts.
  *
- * A process's set is rebuilt when the spec changes and when its modules/
- * directory changes (a dlopen wrote a new module_<ID>.syms): its mtime is
- * looked at every WAL_KS_MODULES_NS at most. The .syms files are written
- * by the target: read without following links, each at most
- * WAL_KS_SYMS_MAX bytes, at most WAL_KS_MAX_MODULES of them.
+ * A process's set is rebuilt when the spec changes and when its module
+ * tables change (a dlopen wrote a new pid_N/module_<ID>.syms): pid_N/'s
+ * mtime is looked at every WAL_KS_MODULES_NS at most, and its .syms names
+ * read again when it moved. The .syms files are written by the target:
+ * read without following links, each at most WAL_KS_SYMS_MAX bytes, at
+ * most WAL_KS_MAX_MODULES of them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,7 +47,7 @@ struct wal_keysym {
 	uint64_t gen, answered_gen, next_version; /* drain */
 };
 
-#define WAL_KS_MODULES_NS 50000000ull /* look at modules/ at most this often */
+#define WAL_KS_MODULES_NS 50000000ull /* look at pid_N/ at most this often */
 #define WAL_KS_MAX_MODULES 4096
 #define WAL_KS_WAIT_NS                                                                             \
 	20000000000ull /* run-away guard (the drain answers at its next tick; the client waits 30  \
@@ -115,19 +116,18 @@ static bool ks_is_hidden(const struct ada_syms_module *m)
  * was not told about: ADA_KEYSYM_UNCOVERED, or no entry). */
 static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 {
-	int mfd;
 	ms->m = NULL;
 	ms->n = 0;
-	if (p->dir_fd < 0 || ada_fs_open_dir(p->dir_fd, "modules", &mfd) != 0)
+	if (p->dir_fd < 0)
 		return 0; /* nothing hooked yet */
-	DIR *d = fdopendir(mfd);
-	if (!d) {
-		close(mfd);
+	DIR *d = ada_fs_opendir(p->dir_fd, ".");
+	if (!d)
 		return -errno;
-	}
 	struct dirent *e;
 	ms->m = calloc(WAL_KS_MAX_MODULES, sizeof(*ms->m));
-	while (ms->m && ms->n < WAL_KS_MAX_MODULES && (e = readdir(d))) {
+	for (unsigned k = 0;
+	     ms->m && ms->n < WAL_KS_MAX_MODULES && k < ADA_FS_WALK_MAX_ENTRIES && (e = readdir(d));
+	     k++) {
 		char *buf;
 		size_t len;
 		if (!wal_is_syms_name(e->d_name) || wal_syms_read(dirfd(d), e->d_name, &buf, &len))
@@ -145,21 +145,54 @@ static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 	return ms->m ? 0 : -ENOMEM;
 }
 
-/* Notes modules/'s mtime now; true when it moved since the last note. */
+/* splitmix64's finalizer: a name's hash spread over the 64 bits. */
+static uint64_t ks_mix(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* What p's module_<ID>.syms are now, in any order: each name and inode
+ * mixed, summed (0: none). */
+static uint64_t ks_mods_sig(const struct wal_proc *p)
+{
+	DIR *d = ada_fs_opendir(p->dir_fd, ".");
+	uint64_t sig = 0;
+	struct dirent *e;
+	for (unsigned k = 0; d && k < ADA_FS_WALK_MAX_ENTRIES && (e = readdir(d)); k++) {
+		if (!wal_is_syms_name(e->d_name))
+			continue;
+		uint64_t h = (uint64_t)e->d_ino;
+		for (const char *c = e->d_name; *c; c++)
+			h = h * 131 + (unsigned char)*c;
+		sig += ks_mix(h);
+	}
+	if (d)
+		closedir(d);
+	return sig;
+}
+
+/* Notes pid_N/'s module tables now; true when they changed since the
+ * last note: its mtime moved, and its .syms names or inodes with it. */
 static bool ks_mods_note(struct wal_proc *p, uint64_t now)
 {
 	p->ks_mods_seen_ns = now;
 	struct stat st;
-	if (p->dir_fd < 0 || fstatat(p->dir_fd, "modules", &st, AT_SYMLINK_NOFOLLOW) != 0)
+	if (p->dir_fd < 0 || fstat(p->dir_fd, &st) != 0)
 		return false;
 	uint64_t m = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
 	if (m == p->ks_mods_mtime)
 		return false;
 	p->ks_mods_mtime = m;
+	uint64_t sig = ks_mods_sig(p);
+	if (sig == p->ks_mods_sig)
+		return false;
+	p->ks_mods_sig = sig;
 	return true;
 }
 
-/* modules/ changed since the last build (or was never looked at). */
+/* Its module tables changed since the last build (or were never looked at). */
 static bool ks_mods_changed(struct wal_proc *p, uint64_t now)
 {
 	if (now - p->ks_mods_seen_ns < WAL_KS_MODULES_NS)
@@ -396,7 +429,7 @@ static void ks_proc_tick(struct ada_recorder *r, struct wal_proc *p, uint64_t no
 		p->ks_gen = r->ks->gen;
 		return;
 	}
-	/* The publish reads modules/ as it is now: note its mtime first, so
+	/* The publish reads pid_N/ as it is now: note its tables first, so
 	 * that a module written before this publish does not make the next
 	 * tick publish the same set again as a new version (a .syms written
 	 * within the 50 ms the check waits did; e2e.keysym_narrow saw it). */

@@ -575,7 +575,7 @@ static json_t *man_module(json_t *m)
 	json_t *o = json_object();
 	json_int_t id = json_integer_value(json_object_get(m, "module_id"));
 	char syms[64];
-	snprintf(syms, sizeof(syms), "modules/module_%lld.syms", (long long)id);
+	snprintf(syms, sizeof(syms), "module_%lld.syms", (long long)id);
 	json_object_set_new(o, "id", json_integer(id));
 	json_object_set(o, "path", json_object_get(m, "path"));
 	json_object_set(o, "build_id", json_object_get(m, "build_id"));

@@ -488,7 +488,7 @@ void ada_recorder_discard(struct ada_recorder *r)
 {
 	if (!r || r->started)
 		return;
-	/* session_YYYY/pid_N/thread_K/file, modules/file: depth 4 is enough. */
+	/* session_YYYY/pid_N/thread_K/file: depth 4 is enough. */
 	if (r->session_dir)
 		rec_rm_tree(AT_FDCWD, r->session_dir, 4);
 	if (r->arena_dir)

@@ -200,13 +200,13 @@ struct wal_proc {
 	 * process with thousands of finished threads. NULL: not kept. */
 	uint32_t *sealed_blocks;
 	/* A later process was given its pid (its arena refused): that one's
-	 * agent writes into pid_N/ all the same (modules/, agent.json), so
+	 * agent writes into pid_N/ all the same (module files, agent.json), so
 	 * pid_N/ is scanned again until the pid is free (budget.c). */
 	bool side_watch;
 	/* Finished, and the budget deleted some of its files since its
 	 * manifest was written: the manifest is written again. */
 	bool retention_stale;
-	/* The budget deleted its modules/module_<ID>.syms: every thread's files were
+	/* The budget deleted its module_<ID>.syms: every thread's files were
 	 * gone and no reader needs its names any more (drain.c). */
 	bool syms_retired;
 	/* pid_N/.retention was written (retention.c): removed at the end;
@@ -306,7 +306,10 @@ struct wal_proc {
 	/* key-symbol sets (keysym_sets.c) */
 	struct ada_keysym_region *ks_region; /* NULL until the first publish */
 	uint64_t ks_gen;                     /* the spec generation its set was built from */
-	uint64_t ks_mods_seen_ns, ks_mods_mtime;
+	/* pid_N/'s mtime at the last look, and what its module_<ID>.syms
+	 * were then (names and inodes, hashed): a new thread_K/ or agent.json
+	 * moves the mtime, not the set. */
+	uint64_t ks_mods_seen_ns, ks_mods_mtime, ks_mods_sig;
 	uint64_t ks_version; /* of its current set; 0: the agent's own */
 	json_t *ks_versions; /* manifest: every version published */
 	json_t *ks_last;     /* the last of them */

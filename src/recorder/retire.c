@@ -1,7 +1,7 @@
 /*
  * Retiring a finished process the disk budget has emptied: its pid_N/
- * (manifest.json, agent.json, reaped_status, what the budget left of
- * modules/) is replaced by one line of the session's retired.jsonl, and
+ * (manifest.json, agent.json, reaped_status, the module files the budget
+ * left) is replaced by one line of the session's retired.jsonl, and
  * its wal_proc by the sums the recording's totals need (struct
  * wal_retired). A recording of thousands of short processes under a
  * budget then keeps neither ~20 KiB on disk nor ~12 KiB of the
@@ -245,12 +245,13 @@ static void retire_dir(struct ada_recorder *r, struct wal_proc *p)
 	                                    ".ring_slots", NULL};
 	for (const char *const *n = names; *n; n++)
 		unlinkat(p->dir_fd, *n, 0);
-	retire_rm(p->dir_fd, "modules", 1);
 	DIR *d = ada_fs_opendir(p->dir_fd, ".");
 	struct dirent *de;
 	for (unsigned n = 0; d && n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); n++)
 		if (!strncmp(de->d_name, "thread_", 7))
 			retire_rm(dirfd(d), de->d_name, 1);
+		else if (!strncmp(de->d_name, "module_", 7)) /* .syms, .body */
+			unlinkat(dirfd(d), de->d_name, 0);
 	if (d)
 		closedir(d);
 	unlinkat(p->dir_fd, ADA_MANIFEST_NAME, 0);

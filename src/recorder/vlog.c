@@ -1,13 +1,13 @@
 /*
  * The recorder's verbose log (`ada record -v`, `--log FILE`): what happens
  * while it happens — a process admitted, each module its agent hooked
- * (the new modules/module_<ID>.syms: its functions hooked and skipped by
+ * (the new pid_N/module_<ID>.syms: its functions hooked and skipped by
  * reason, a dlopen's module as it arrives), trigger windows opening and
  * closing, a process ending. One line each, prefixed with the time since
  * the recording started, written whole to the log descriptor.
  *
  * Runs on the drain thread (wal_vlog_tick, at the drain's reclaim
- * cadence; modules/ is looked at every VLOG_MODULES_NS at most). The .syms
+ * cadence; pid_N/ is looked at every VLOG_MODULES_NS at most). The .syms
  * files are the target's: read bounded and parsed by src/atf, as the
  * key-symbol sets read them.
  */
@@ -25,14 +25,14 @@
 #include "recorder_internal.h"
 #include "symbols.h"
 
-#define VLOG_MODULES_NS 100000000ull /* look at modules/ at most this often */
+#define VLOG_MODULES_NS 100000000ull /* look at pid_N/ at most this often */
 #define VLOG_MAX_MODULES 4096        /* module ids remembered per process */
 #define VLOG_MAX_REASONS 16          /* skip reasons named per module */
 
 struct vlog_proc {
 	pid_t pid;
 	bool ended;
-	uint64_t modules_at; /* when modules/ was last looked at */
+	uint64_t modules_at; /* when pid_N/ was last looked at */
 	uint32_t nmods;
 	uint32_t mods[VLOG_MAX_MODULES]; /* module ids already said */
 };
@@ -126,16 +126,14 @@ static void vlog_module(struct ada_recorder *r, pid_t pid, const struct ada_syms
 /* The modules of p whose .syms appeared since the last look. */
 static void vlog_modules(struct ada_recorder *r, struct wal_proc *p, struct vlog_proc *vp)
 {
-	int mfd;
-	if (p->dir_fd < 0 || ada_fs_open_dir(p->dir_fd, "modules", &mfd) != 0)
+	DIR *d = p->dir_fd < 0 ? NULL : ada_fs_opendir(p->dir_fd, ".");
+	if (!d)
 		return;
-	DIR *d = fdopendir(mfd);
-	if (!d) {
-		close(mfd);
-		return;
-	}
 	struct dirent *e;
-	for (unsigned seen = 0; (e = readdir(d)) && seen < VLOG_MAX_MODULES; seen++) {
+	/* pid_N/ holds thread_K/ and the process's other files too. */
+	for (unsigned seen = 0;
+	     seen < ADA_FS_WALK_MAX_ENTRIES && vp->nmods < VLOG_MAX_MODULES && (e = readdir(d));
+	     seen++) {
 		char *buf, *end;
 		size_t len;
 		unsigned long id =

@@ -580,9 +580,9 @@ def rng(lo, hi):
 
 
 def read_syms(pid_dir):
-    """name -> status from modules/*.syms (for telling why a function is missing)."""
+    """name -> status from module_*.syms (for telling why a function is missing)."""
     status = {}
-    for p in glob.glob(os.path.join(pid_dir, "modules", "*.syms")):
+    for p in glob.glob(os.path.join(pid_dir, "*.syms")):
         try:
             for line in syms_lines(p):
                 parts = line.split()
@@ -724,8 +724,8 @@ def check_totals(rep, ctx, pid_dir, files, per_thread, absent):
             syms = syms if syms is not None else read_syms(pid_dir)
             why = syms.get(fn)
             rep.fail("%s: %s ran %d times but has no CALL in the trace (%s)" % (
-                ctx, fn, want[0], "modules/%s says %s" % (why[1], why[0]) if why
-                else "not listed in any modules/*.syms"))
+                ctx, fn, want[0], "%s says %s" % (why[1], why[0]) if why
+                else "not listed in any module_*.syms"))
         elif total[fn].call != want[0]:
             excluded = any(fnmatch.fnmatch(fn, g) for g in absent)
             rep.fail("%s: %s %s, the trace has %d CALLs" % (
@@ -829,9 +829,9 @@ def check_detail_set(rep, ctx, pid_dir, events, globs, exact):
     manifest counts as dropped or overwritten make up the difference
     (ring too small) or are none (signals)."""
     # A function is in the set when any of its names is (an alias at the
-    # same address, modules/*.syms: `raise` is in [a-m]* as `gsignal`).
+    # same address, module_*.syms: `raise` is in [a-m]* as `gsignal`).
     names = {}
-    for p in glob.glob(os.path.join(pid_dir, "modules", "*.syms")):
+    for p in glob.glob(os.path.join(pid_dir, "*.syms")):
         by_addr = collections.defaultdict(list)
         for line in syms_lines(p):
             parts = line.split()
@@ -1106,17 +1106,19 @@ def check_shared_bodies(rep, session, by_pid):
     by_bytes = collections.defaultdict(set)
     written = shared = 0
     for pid in by_pid:
-        d = os.path.join(session, "pid_%d" % pid, "modules")
+        d = os.path.join(session, "pid_%d" % pid)
+        rep.check(not os.path.lexists(os.path.join(d, "modules")),
+                  "pid_%d has a modules/ (the module files are in pid_N/)" % pid)
         lines_of = {}
         for n in sorted(os.listdir(d)):
-            if not n.endswith(".syms"):
+            if not (n.startswith("module_") and n.endswith(".syms")):
                 continue
             with open(os.path.join(d, n), errors="replace") as f:
                 lines = f.read().splitlines()
-            rep.check(lines[:1] == ["ada-symbols 2"], "pid_%d/modules/%s is not version 2: %r"
+            rep.check(lines[:1] == ["ada-symbols 2"], "pid_%d/%s is not version 2: %r"
                       % (pid, n, lines[:1]))
             body = [l.split(" ", 1)[1] for l in lines if l.startswith("body ")]
-            rep.check(len(body) == 1, "pid_%d/modules/%s names no body" % (pid, n))
+            rep.check(len(body) == 1, "pid_%d/%s names no body" % (pid, n))
             if len(body) != 1:
                 continue
             st = os.lstat(os.path.join(d, body[0]))
@@ -1192,7 +1194,7 @@ def check_planted_bodies(rep, ada, session, by_pid):
 
 def check_shared_modules(rep, session, by_pid, root, replaced, inherited=0):
     """Forked children that load nothing write no symbol file: each one's
-    modules/ links its parent's (docs/internals.md), so the session holds
+    pid_N/ links its parent's module files (docs/internals.md), so the session holds
     exactly one file per module, linked from every process, and each
     agent.json counts what it wrote and what it shared. replaced: names of
     files the first process replaced with a copy before forking (not the
@@ -1209,22 +1211,25 @@ def check_shared_modules(rep, session, by_pid, root, replaced, inherited=0):
     made = 0
 
     def syms(pid):
-        d = os.path.join(session, "pid_%d" % pid, "modules")
-        return sorted(n for n in os.listdir(d) if n.endswith(".syms")) if os.path.isdir(d) else []
+        d = os.path.join(session, "pid_%d" % pid)
+        rep.check(not os.path.lexists(os.path.join(d, "modules")),
+                  "pid_%d has a modules/ (the module files are in pid_N/)" % pid)
+        return sorted(n for n in os.listdir(d) if n.startswith("module_") and
+                      n.endswith(".syms")) if os.path.isdir(d) else []
 
     want = syms(root)
-    rep.check(len(want) > 0, "pid_%d/modules holds no .syms file" % root)
+    rep.check(len(want) > 0, "pid_%d holds no .syms file" % root)
     inodes = collections.defaultdict(set)
     for pid in pids:
         names = syms(pid)
-        rep.check(names == want, "pid_%d/modules holds %r, its parent's %r" % (pid, names, want))
+        rep.check(names == want, "pid_%d holds %r, its parent's %r" % (pid, names, want))
         for n in names:
-            st = os.lstat(os.path.join(session, "pid_%d" % pid, "modules", n))
-            rep.check(stat.S_ISREG(st.st_mode), "pid_%d/modules/%s is not a regular file" % (
+            st = os.lstat(os.path.join(session, "pid_%d" % pid, n))
+            rep.check(stat.S_ISREG(st.st_mode), "pid_%d/%s is not a regular file" % (
                 pid, n))
             inodes[n].add((st.st_dev, st.st_ino))
             if n not in replaced:
-                rep.check(st.st_nlink == len(pids), "pid_%d/modules/%s has %d links, %d "
+                rep.check(st.st_nlink == len(pids), "pid_%d/%s has %d links, %d "
                           "processes ran" % (pid, n, st.st_nlink, len(pids)))
         try:
             with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
@@ -1319,7 +1324,7 @@ def cmd_target_run(args, ada, work, rep, moved_how):
         for spec in args.syms_status:
             name, want = spec.split("=", 1)
             got = status.get(name, ("not listed", ""))[0]
-            rep.check(got == want, "--syms-status %s: modules/*.syms give %s the status %s"
+            rep.check(got == want, "--syms-status %s: module_*.syms give %s the status %s"
                       % (spec, name, got))
     if args.agent_json_module:
         # the root process's agent.json at its end: written at most so many
@@ -3176,7 +3181,7 @@ def main():
                    help="the program's functions matching GLOB must have no events "
                         "(excluded from recording)")
     t.add_argument("--syms-status", action="append", default=[], metavar="NAME=STATUS",
-                   help="the program's modules/*.syms give function NAME this status")
+                   help="the program's module_*.syms give function NAME this status")
     t.add_argument("--absent-module", action="append", default=[], metavar="GLOB",
                    help="no events from modules whose file name matches GLOB")
     t.add_argument("--interrupt", type=int, metavar="SIG",

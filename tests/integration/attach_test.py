@@ -374,7 +374,7 @@ def case_trigger(a, work):
 def syms_status(session, pid, name):
     """The status of function name in the session's .syms files."""
     found = []
-    for path in glob.glob(os.path.join(session, "pid_%d" % pid, "modules", "*.syms")):
+    for path in glob.glob(os.path.join(session, "pid_%d" % pid, "*.syms")):
         for line in syms_lines(path):
             w = line.split()
             if len(w) >= 6 and w[0] == "F" and w[5] == name:

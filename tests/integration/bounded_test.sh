@@ -549,7 +549,8 @@ import sys; print(sum(m['retention']['symbols_deleted'] for m in procs(sys.argv[
 	[ "$n" -gt 0 ] || fail "no process's symbol files were deleted"
 	for d in "$S"/pid_*; do
 		if ls -d "$d"/thread_* >/dev/null 2>&1; then
-			ls "$d"/modules/module_*.syms >/dev/null 2>&1 || fail "$d has thread files but no symbol files"
+			ls "$d"/module_*.syms >/dev/null 2>&1 || fail "$d has thread files but no symbol files"
+			if [ -e "$d/modules" ]; then fail "$d has a modules/ (the module files are in pid_N/)"; fi
 		fi
 	done
 	# The 20 exec'd fibs share their modules' bodies (docs/format.md, "Shared
@@ -561,10 +562,10 @@ import os, sys
 s = sys.argv[1]
 inodes, files = set(), 0
 for d in os.listdir(s):
-    m = os.path.join(s, d, "modules")
+    m = os.path.join(s, d)
     if d.startswith("pid_") and os.path.isdir(m):
         for n in os.listdir(m):
-            if n.endswith(".body"):
+            if n.startswith("module_") and n.endswith(".body"):
                 inodes.add(os.lstat(os.path.join(m, n)).st_ino)
                 files += 1
 store = os.path.join(s, "symbodies")

@@ -13,7 +13,7 @@ Records PROGRAM with --analysis-threads 2 three times with one plan cache
   3. cold again, in a fresh cache directory: as run 1;
 then once more cold in a fresh cache without the option (the default):
   4. one thread: two_threads == 0, every module's entry says 1.
-Every module's verdicts (modules/*.syms: each function's status) and its
+Every module's verdicts (module_*.syms: each function's status) and its
 installed and skipped counts are the same in all three runs: the cache
 stores what the two-thread analysis found, and a second cold run finds it
 again whatever share each thread took.
@@ -56,7 +56,7 @@ def record(ada, work, tag, cache, argv, opts=("--analysis-threads", "2")):
         agent = json.load(f)
     syms = {}
     for m in agent["modules"]:
-        p = os.path.join(pids[0], "modules", "module_%d.syms" % m["module_id"])
+        p = os.path.join(pids[0], "module_%d.syms" % m["module_id"])
         syms[m["path"]] = sorted(tuple(line.split()[1:6]) for line in syms_lines(p)
                                  if line.startswith("F "))
     return agent, syms

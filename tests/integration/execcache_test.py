@@ -14,7 +14,7 @@ With one plan cache (XDG_CACHE_HOME under DIR):
      program's own cache file is changed (the file's checksum made right
      again, as a hostile writer would): the agent rejects the file
      (plan_cache.rejected == 1), analyses the module in full (a miss)
-     and rewrites the file; the same verdicts (modules/*.syms) as warm;
+     and rewrites the file; the same verdicts (module_*.syms) as warm;
   4. tampered again, under ada_itest.py: exact call counts.
 Between 2 and 3, the symbol-table cache: the warm exec'd image read every
 module that has a .symtab or only .dynsym from it (agent.json symtab_cache "hit"), the
@@ -138,7 +138,7 @@ def record(ada, work, tag, env, argv):
         if ag["argv"] and os.path.basename(ag["argv"][0]) == exec_name:
             syms = {}
             for m in ag["modules"]:
-                p = os.path.join(d, "modules", "module_%d.syms" % m["module_id"])
+                p = os.path.join(d, "module_%d.syms" % m["module_id"])
                 syms[m["path"]] = sorted(line.split()[1:6] for line in syms_lines(p)
                                          if line.startswith("F "))
             return ag, syms

@@ -312,6 +312,13 @@ ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
 ada_e2e_test(e2e.exec_plan_cache execcache_test.py NO_SKIP
              WORK ${CMAKE_BINARY_DIR}/itest-work/exec_plan_cache
              ARGS -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
+# The module files in pid_N/ itself (no pid_N/modules/): a fork + exec and
+# a fork tree under a shell, every manifest's symbols a file of pid_N/,
+# the exec'd and forked children's functions named; the same session
+# made old (its files moved into pid_N/modules/) reads the same, and an
+# atf export copies the files beside the manifests.
+ada_e2e_test(e2e.flat_modules flat_modules_test.py NO_SKIP
+             ARGS -- ${T}/t_fork_O2 ${T}/t_exec_child_O2)
 ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 ada_itest(fork.O2 target --expect-pids 2 -- ${T}/t_fork_O2 fork)

@@ -188,7 +188,7 @@ def leaf_index(ada, target, work):
         r.finish()
     finally:
         r.kill()
-    for path in glob.glob(os.path.join(r.session, "pid_*", "modules", "module_*.syms")):
+    for path in glob.glob(os.path.join(r.session, "pid_*", "module_*.syms")):
         mid, idx, mine = None, None, False
         for line in syms_lines(path):
             w = line.split()

@@ -146,7 +146,7 @@ grep -q "recorded 10 events .* from 1 process " "$WORK/err" || fail "not 10 even
 echo "pidreuse_test: full ok (the refused process's wait ended by itself)"
 
 # The later process writes into pid_A/ as its agent would (a 3 MiB symbol
-# file in modules/): the recorder had finished A, and scanned pid_A/ for
+# file in pid_A/): the recorder had finished A, and scanned pid_A/ for
 # the last time (issue 35: the soak's session ended 180 MiB over its
 # budget, most of it such files). It scans pid_A/ again until the pid is
 # free, so the budget counts the file and deletes it with A's symbols:

@@ -104,7 +104,7 @@ def case_modes(ada, work):
     for _ in range(2):
         _, _, session = record(ada, out, ["/bin/sh", "-c", "/bin/true; echo x >/dev/null"], env,
                                umask=0)
-    check(session and glob.glob(os.path.join(session, "pid_*", "modules", "*.syms")),
+    check(session and glob.glob(os.path.join(session, "pid_*", "*.syms")),
           "no .syms files in %s" % session)
     check_private(session, "the session")
     plans = os.path.join(work, "cache", "ada", "plans")
@@ -139,7 +139,7 @@ def check_victims(vf, vd):
 # pid_N and at the pid_N names of the children it then starts.
 WAIT = 'read x < "$FIFO"; /bin/true; /bin/true; /bin/true'
 PLANTED_NAMES = ("manifest.json.tmp", "agent.json.tmp", "manifest.json", ".ring_base.tmp",
-                 "reaped_status")
+                 "reaped_status", "module_1.syms", "module_1.body")
 PID_LINKS = 2000
 
 
@@ -309,7 +309,11 @@ def case_loop(ada, work):
         os.symlink(loop[(i + 1) % 5], loop[i])
     os.symlink("loop0", os.path.join(session, "pid_424242"))
     os.symlink(".", os.path.join(pid, "thread_77"))
-    os.symlink("..", os.path.join(pid, "modules", "up"))
+    # Where a reader looks for module tables: pid_N/ itself, and the
+    # modules/ of sessions recorded before the files moved up.
+    os.symlink("..", os.path.join(pid, "modules"))
+    os.symlink(vf, os.path.join(pid, "module_99.syms"))
+    os.symlink(vf, os.path.join(pid, "module_99.body"))
     for cmd in (["validate", session], ["dump", session], ["recover", session],
                 ["status", session]):
         rc, so, se = run([ada] + cmd, timeout=FAST)

@@ -226,7 +226,7 @@ def case_verbose(ctx):
     pid_dir = os.path.join(r.session, "pid_%d" % r.root)
     want(ctx, any(l.endswith("pid %d: recording (%s)" % (r.root, pid_dir)) for l in log),
          "-v: no line saying pid %d is recorded:\n%s", r.root, "\n".join(log))
-    for syms in glob.glob(os.path.join(pid_dir, "modules", "module_*.syms")):
+    for syms in glob.glob(os.path.join(pid_dir, "module_*.syms")):
         rows = [l.split() for l in syms_lines(syms)]
         path = next(w[1] for w in rows if w[:1] == ["path"])
         hooked = sum(1 for w in rows if w[:1] == ["F"] and w[4] == "hooked")

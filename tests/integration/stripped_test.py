@@ -129,7 +129,7 @@ def warnings_for(err):
 
 def own_syms(session, pid, prog):
     """(header dict, function lines) of the program's own .syms file."""
-    for p in glob.glob(os.path.join(session, "pid_%d" % pid, "modules", "*.syms")):
+    for p in glob.glob(os.path.join(session, "pid_%d" % pid, "*.syms")):
         head, fns = {}, []
         for line in syms_lines(p):
             if line.startswith("F "):

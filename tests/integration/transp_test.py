@@ -132,12 +132,12 @@ def agent_json(session):
 
 
 def syms_status(session, name):
-    for path in glob.glob(os.path.join(session, "pid_*", "modules", "*.syms")):
+    for path in glob.glob(os.path.join(session, "pid_*", "*.syms")):
         for line in syms_lines(path):
             w = line.split()
             if len(w) >= 6 and w[0] == "F" and w[5] == name:
                 return w[4]
-    raise Fail("%s is in no modules/*.syms of %s" % (name, session))
+    raise Fail("%s is in no module_*.syms of %s" % (name, session))
 
 
 def case_linkname(args, work):

@@ -57,7 +57,7 @@ static void nap(void)
 }
 
 /* ADA_TEST_B_SIDE_KB=N: B, as an agent would, writes a symbol file of N
- * KiB into pid_<its pid>/modules/ of the session: A's directory, which
+ * KiB into pid_<its pid>/ of the session: A's directory, which
  * the recorder finished (issue 35: a reused pid's agent wrote there, and
  * the disk budget never counted it). */
 static int side_file(void)
@@ -66,7 +66,7 @@ static int side_file(void)
 	if (!kb || !sd)
 		return 0;
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/pid_%d/modules", sd, (int)getpid());
+	snprintf(path, sizeof(path), "%s/pid_%d", sd, (int)getpid());
 	if (mkdir(path, 0700) != 0 && errno != EEXIST)
 		return 14;
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/module_99.syms");

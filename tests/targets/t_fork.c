@@ -12,7 +12,7 @@
  *   tree       a tree of forked processes (two children, each with two
  *              children of its own), one after the other, each calling
  *              child_work: none of them loads anything, so each one's
- *              modules/ holds exactly its parent's symbol files.
+ *              pid_N/ holds exactly its parent's symbol files.
  *   tree replace
  *              as tree, after replacing its own (traced) module_1.syms
  *              with a copy, as a hostile or rewriting parent would: its
@@ -149,7 +149,7 @@ TC_FN static int run_fork_threads(void)
 	return r;
 }
 
-/* Replaces pid_<self>/modules/module_1.syms under $ADA_SESSION_DIR with a
+/* Replaces pid_<self>/module_1.syms under $ADA_SESSION_DIR with a
  * copy of itself (another inode, same bytes); nothing when untraced. */
 TC_FN static void replace_own_syms(void)
 {
@@ -158,7 +158,7 @@ TC_FN static void replace_own_syms(void)
 	if (!sess)
 		return;
 	char path[4096], tmp[4200];
-	snprintf(path, sizeof(path), "%s/pid_%d/modules/module_1.syms", sess, (int)getpid());
+	snprintf(path, sizeof(path), "%s/pid_%d/module_1.syms", sess, (int)getpid());
 	snprintf(tmp, sizeof(tmp), "%s.copy", path);
 	FILE *in = fopen(path, "rb"), *out = in ? fopen(tmp, "wb") : NULL;
 	char buf[65536];

@@ -1,11 +1,12 @@
 /*
  * What a function glob matches in a recording (src/control/names.c) and
  * the `arm` method's use of it: a made-up session with one process and one
- * module table (hooked rare_event, mid, busy.constprop.0; excluded
- * helper), then globs that match, match only an unhooked function, match
- * nothing with a near name, and a session with no table at all. `arm`
- * refuses a glob that matches nothing, naming the near name, and arms it
- * with "pending": true.
+ * module table in its pid_N/ (hooked rare_event, mid, busy.constprop.0;
+ * excluded helper), and one in an older session's pid_N/modules/, then
+ * globs that match, match only an unhooked function, match nothing with a
+ * near name, and a session with no table at all. `arm` refuses a glob
+ * that matches nothing, naming the near name, and arms it with
+ * "pending": true.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -34,6 +35,14 @@ static const char names_syms[] = "ada-symbols 1\n"
                                  "F 2 1020 10 hooked busy.constprop.0\n"
                                  "F 3 1030 10 excluded helper\n";
 
+static void names_write(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(names_syms, f);
+	fclose(f);
+}
+
 static int names_setup(void **state)
 {
 	(void)state;
@@ -42,13 +51,8 @@ static int names_setup(void **state)
 	assert_non_null(mkdtemp(names_dir));
 	snprintf(path, sizeof(path), "%s/pid_7", names_dir);
 	assert_int_equal(mkdir(path, 0700), 0);
-	snprintf(path, sizeof(path), "%s/pid_7/modules", names_dir);
-	assert_int_equal(mkdir(path, 0700), 0);
-	snprintf(path, sizeof(path), "%s/pid_7/modules/module_1.syms", names_dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(names_syms, f);
-	fclose(f);
+	snprintf(path, sizeof(path), "%s/pid_7/module_1.syms", names_dir);
+	names_write(path);
 	snprintf(path, sizeof(path), "%s/pid_8", names_dir); /* no table yet */
 	assert_int_equal(mkdir(path, 0700), 0);
 	return 0;
@@ -106,6 +110,26 @@ static void test_names_no_table(void **state)
 	assert_true(ada_control_names_match("/nonexistent-ada-dir", "x", &m) < 0);
 }
 
+/* A session recorded before the module files moved up: its table in
+ * pid_N/modules/, read all the same. */
+static void test_names_old_layout(void **state)
+{
+	(void)state;
+	struct ada_names_match m;
+	char old[96], path[160];
+	snprintf(old, sizeof(old), "%s/old", names_dir);
+	assert_int_equal(mkdir(old, 0700), 0);
+	snprintf(path, sizeof(path), "%s/pid_3", old);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/pid_3/modules", old);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/pid_3/modules/module_1.syms", old);
+	names_write(path);
+	assert_int_equal(ada_control_names_match(old, "rare_*", &m), 0);
+	assert_int_equal(m.hooked, 1);
+	assert_int_equal(m.scanned, 3);
+}
+
 static char *names_call(struct ada_control *c, const char *line)
 {
 	char *resp = NULL;
@@ -151,9 +175,8 @@ static void test_names_arm(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_names_match),
-	    cmocka_unit_test(test_names_near),
-	    cmocka_unit_test(test_names_no_table),
+	    cmocka_unit_test(test_names_match),    cmocka_unit_test(test_names_near),
+	    cmocka_unit_test(test_names_no_table), cmocka_unit_test(test_names_old_layout),
 	    cmocka_unit_test(test_names_arm),
 	};
 	return cmocka_run_group_tests(tests, names_setup, names_teardown);

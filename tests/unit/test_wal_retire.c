@@ -120,14 +120,12 @@ static void test_line_keys(void **state)
 	json_decref(man);
 }
 
-/* pid_<pid>/ under dir with its manifest, agent.json and an empty modules/. */
+/* pid_<pid>/ under dir with its manifest, agent.json and a module file. */
 static int make_pid_dir(int pid, json_int_t end_ns)
 {
 	char path[128];
 	int fd;
 	snprintf(path, sizeof(path), "%s/pid_%d", dir, pid);
-	assert_int_equal(mkdir(path, 0700), 0);
-	snprintf(path, sizeof(path), "%s/pid_%d/modules", dir, pid);
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/pid_%d", dir, pid);
 	json_t *m = manifest(pid, end_ns);
@@ -138,6 +136,9 @@ static int make_pid_dir(int pid, json_int_t end_ns)
 	int a = openat(fd, "agent.json", O_WRONLY | O_CREAT, 0600);
 	assert_true(a >= 0);
 	assert_int_equal(write(a, "{}", 2), 2);
+	close(a);
+	a = openat(fd, "module_1.syms", O_WRONLY | O_CREAT, 0600);
+	assert_true(a >= 0);
 	close(a);
 	return fd;
 }

@@ -1,5 +1,5 @@
 /*
- * ada symbols: the per-module symbol files modules/module_<ID>.syms
+ * ada symbols: the per-module symbol files pid_N/module_<ID>.syms
  * (format in docs/internals.md) and function_id -> (name, module path)
  * resolution for dump and export.
  *
@@ -77,7 +77,8 @@ int ada_syms_name_from_debug(struct ada_syms_module *m, const char *debug_root);
  * dense (index i at position i), else O(log n). */
 const struct ada_syms_func *ada_syms_find(const struct ada_syms_module *m, uint32_t symbol_index);
 
-/* Every module of one pid directory: modules/module_*.syms, plus modules
+/* Every module of one pid directory: its module_*.syms (and those of its
+ * modules/, in a session recorded before they moved up), plus modules
  * the manifest lists (doc may be NULL) whose file is missing, so their path
  * still resolves. */
 struct ada_symtab;

@@ -107,11 +107,11 @@ struct ada_control_host {
 };
 
 /* What a function glob matches among the functions of a recording's
- * module tables (every pid_N/modules/module_*.syms under session_dir), by
- * the rule of symbol triggers (ada_trigger_name_match). The processes are
- * read until one has a match (all of them when none has). Any thread;
- * reads files the traced programs wrote (bounded). 0, or -errno of
- * opening session_dir. */
+ * module tables (every pid_N/module_*.syms under session_dir; pid_N/modules/
+ * in an older session), by the rule of symbol triggers
+ * (ada_trigger_name_match). The processes are read until one has a match
+ * (all of them when none has). Any thread; reads files the traced
+ * programs wrote (bounded). 0, or -errno of opening session_dir. */
 #define ADA_NAMES_NEAR_MAX 3
 struct ada_names_match {
 	uint64_t hooked;  /* hooked functions that match in the first process that has any */

@@ -3,7 +3,7 @@
  *
  * The agent is LD_PRELOADed into the traced program by `ada record`. Its
  * constructor discovers every loaded image, reads their function symbols,
- * writes one modules/module_<ID>.syms file per image (docs/internals.md),
+ * writes one pid_N/module_<ID>.syms file per image (docs/internals.md),
  * and patches every function it can prove safe (hook_arch.h) so that each
  * call and return reaches ada_hook_on_enter()/ada_hook_on_exit(), which
  * keep a per-thread shadow stack and emit index events (ring.h).
@@ -149,7 +149,7 @@ static inline const char *ada_hook_fn_name(const struct ada_hook_symtab *st,
 	return st->names + f->name_off;
 }
 
-/* What a modules/module_<ID>.syms file says about its image. */
+/* What a module_<ID>.syms file says about its image. */
 struct ada_hook_module_info {
 	uint32_t module_id;
 	const char *path;
