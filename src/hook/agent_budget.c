@@ -157,6 +157,7 @@ struct budget_memstat {
 	uint32_t untrusted;  /* a place or file another user could change */
 	uint32_t unreadable; /* any other error; the last in err */
 	int err;
+	uint32_t no_build_id; /* modules with functions and no build-id: never remembered */
 	uint32_t written, write_failed; /* stores; the last failure's errno */
 	int write_err;
 };
@@ -573,16 +574,21 @@ static void budget_mem_note(int got)
 		s->corrupt++;
 	else if (got == -EPERM || got == -ELOOP)
 		s->untrusted++;
-	else
-		s->unreadable++, s->err = -got;
+	else {
+		s->unreadable++;
+		s->err = -got;
+	}
 }
 
 uint8_t *agent_budget_recall(const struct agent_module *m)
 {
 	char path[PATH_MAX];
-	if (!budget_memory_on() || m->st.count == 0 ||
-	    budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path)))
+	if (!budget_memory_on() || m->st.count == 0)
 		return NULL;
+	if (budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path))) {
+		budget.mem.no_build_id++; /* or a path too long: no name to remember it by */
+		return NULL;
+	}
 	uint8_t *mark = calloc(m->st.count, 1);
 	int got = mark ? budgetmem_load(path, &m->st, mark) : -ENOMEM;
 	budget_mem_note(got);
@@ -625,10 +631,11 @@ void agent_budget_memory_json(FILE *f)
 	fprintf(f,
 	        ", \"budget_memory\": {\"on\": %s, \"read\": %" PRIu32 ", \"absent\": %" PRIu32
 	        ", \"stale\": %" PRIu32 ", \"corrupt\": %" PRIu32 ", \"untrusted\": %" PRIu32
-	        ", \"unreadable\": %" PRIu32 ", \"errno\": %d, \"written\": %" PRIu32
-	        ", \"write_failed\": %" PRIu32 ", \"write_errno\": %d}",
+	        ", \"unreadable\": %" PRIu32 ", \"errno\": %d, \"no_build_id\": %" PRIu32
+	        ", \"written\": %" PRIu32 ", \"write_failed\": %" PRIu32 ", \"write_errno\": %d}",
 	        budget_memory_on() ? "true" : "false", s->read, s->absent, s->stale, s->corrupt,
-	        s->untrusted, s->unreadable, s->err, s->written, s->write_failed, s->write_err);
+	        s->untrusted, s->unreadable, s->err, s->no_build_id, s->written, s->write_failed,
+	        s->write_err);
 }
 
 /* Under agent.lock: the moves not yet written go to agent.json (ada
