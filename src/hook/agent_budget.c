@@ -38,7 +38,12 @@
  * when read): the next run under a budget installs those functions
  * count-only from the start (agent_budget_recall, from agent_install.c),
  * so a short program pays for them neither until the first tick nor for
- * the events before it. Their manifest entries say "recalled".
+ * the events before it. Their manifest entries say "recalled". A move is
+ * due for that file in the same hold of agent.lock as the move
+ * (budget_apply); the exit takes the lock, ends the thread and writes
+ * what is due, so a program ending right after a move still has it
+ * remembered. What the recall found and the stores did is counted
+ * (count_only.budget_memory in agent.json).
  *
  * With --count-only and no budget the same thread keeps only agent.json's
  * live counts (budget_live_main: a look a second, no tick, no
@@ -141,12 +146,29 @@ struct budget_fn {
 	uint64_t fn_id, calls, dur_sum, dur_n;
 };
 
+/* What the budget's memory did in this process (agent.json's
+ * count_only.budget_memory): each module's recall at its install, each
+ * store of its moves. Under agent.lock. */
+struct budget_memstat {
+	uint32_t read;       /* files of this table used */
+	uint32_t absent;     /* no file: the image's first run under a budget, or no move */
+	uint32_t stale;      /* a sound file of another symbol table (-ESTALE) */
+	uint32_t corrupt;    /* not a file budgetmem.c wrote, or damaged (-EBADMSG) */
+	uint32_t untrusted;  /* a place or file another user could change */
+	uint32_t unreadable; /* any other error; the last in err */
+	int err;
+	uint32_t no_build_id; /* modules with functions and no build-id: never remembered */
+	uint32_t written, write_failed; /* stores; the last failure's errno */
+	int write_err;
+};
+
 static struct {
 	pthread_t thread;
 	uint64_t start_ns, event_ps; /* per-event cost, picoseconds */
 	uint64_t raw_per_ns_milli;   /* ring timestamp units per ns, x1000 */
 	uint64_t not_movable, moves;
 	bool debug;            /* ADA_BUDGET_DEBUG: one line per judged thread on stderr */
+	bool test_hold;        /* ADA_TEST_BUDGET_HOLD: budget_test_hold */
 	bool running;          /* a budget thread was started in this process */
 	_Atomic uint32_t born; /* 1 once the budget thread holds its guard (budget_spawn) */
 	_Atomic uint32_t gen;  /* the running thread's; a stop or a fork bumps it */
@@ -166,6 +188,7 @@ static struct {
 	bool json_pending; /* agent.json alone: a dlopen's (agent_budget_json_later) */
 	uint64_t files_ns;
 	uint64_t live_ns; /* when the live counts were last looked at (budget_live) */
+	struct budget_memstat mem;
 	uint32_t depth_fn[256];
 	uint64_t depth_ts[256];
 } budget;
@@ -476,6 +499,12 @@ static uint32_t budget_apply(void)
 	for (uint32_t k = 0; k < n; k++)
 		*budget.pending_at[k] = budget.pending[k]; /* ada attach's reapply keeps it */
 	budget.moves += n;
+	/* Due in the same hold of agent.lock as the moves: the program may
+	 * end the moment its hot functions move (a short one ends soon
+	 * after), and its exit, taking the lock next, must find them due.
+	 * Set later in the tick, a budget thread preempted in between let
+	 * the exit pass them: in agent.json, never remembered. */
+	budget.files_pending = true;
 	return n;
 }
 
@@ -531,16 +560,41 @@ static bool budget_memory_on(void)
 	return agent.cfg.overhead_budget && agent.cfg.cache && agent.cache_dir[0] == '/';
 }
 
+/* One recall's outcome (budgetmem_load's) into budget.mem. */
+static void budget_mem_note(int got)
+{
+	struct budget_memstat *s = &budget.mem;
+	if (got >= 0)
+		s->read++;
+	else if (got == -ENOENT)
+		s->absent++;
+	else if (got == -ESTALE)
+		s->stale++;
+	else if (got == -EBADMSG)
+		s->corrupt++;
+	else if (got == -EPERM || got == -ELOOP)
+		s->untrusted++;
+	else {
+		s->unreadable++;
+		s->err = -got;
+	}
+}
+
 uint8_t *agent_budget_recall(const struct agent_module *m)
 {
 	char path[PATH_MAX];
-	if (!budget_memory_on() || m->st.count == 0 ||
-	    budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path)))
+	if (!budget_memory_on() || m->st.count == 0)
 		return NULL;
+	if (budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path))) {
+		budget.mem.no_build_id++; /* or a path too long: no name to remember it by */
+		return NULL;
+	}
 	uint8_t *mark = calloc(m->st.count, 1);
-	if (mark && budgetmem_load(path, &m->st, mark) > 0)
+	int got = mark ? budgetmem_load(path, &m->st, mark) : -ENOMEM;
+	budget_mem_note(got);
+	if (got > 0)
 		return mark;
-	free(mark); /* none, unreadable or not this table's: nothing recalled */
+	free(mark); /* none, unreadable or not this table's: nothing recalled, counted */
 	return NULL;
 }
 
@@ -561,9 +615,27 @@ static void budget_remember(void)
 			if ((uint32_t)(ids[j] >> 32) == m->id &&
 			    (ids[j] & 0xffffffffu) < m->st.count)
 				idx[got++] = (uint32_t)ids[j];
-		if (got && !m->gone && !budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path)))
-			budgetmem_store(path, &m->st, idx, got); /* best effort: a hint */
+		if (!got || m->gone || budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path)))
+			continue;
+		int err = budgetmem_store(path, &m->st, idx, got); /* a hint: counted, not said */
+		budget.mem.written += err == 0;
+		budget.mem.write_failed += err != 0;
+		if (err)
+			budget.mem.write_err = -err;
 	}
+}
+
+void agent_budget_memory_json(FILE *f)
+{
+	const struct budget_memstat *s = &budget.mem;
+	fprintf(f,
+	        ", \"budget_memory\": {\"on\": %s, \"read\": %" PRIu32 ", \"absent\": %" PRIu32
+	        ", \"stale\": %" PRIu32 ", \"corrupt\": %" PRIu32 ", \"untrusted\": %" PRIu32
+	        ", \"unreadable\": %" PRIu32 ", \"errno\": %d, \"no_build_id\": %" PRIu32
+	        ", \"written\": %" PRIu32 ", \"write_failed\": %" PRIu32 ", \"write_errno\": %d}",
+	        budget_memory_on() ? "true" : "false", s->read, s->absent, s->stale, s->corrupt,
+	        s->untrusted, s->unreadable, s->err, s->no_build_id, s->written, s->write_failed,
+	        s->write_err);
 }
 
 /* Under agent.lock: the moves not yet written go to agent.json (ada
@@ -597,6 +669,9 @@ bool agent_budget_json_later(void)
 
 void agent_budget_exit(void)
 {
+	/* No move after the exit's files (agent.json's final sum, the
+	 * remembered moves): one would be counted where nothing reads it. */
+	agent_budget_stop();
 	budget_files(true);
 }
 
@@ -671,6 +746,21 @@ static bool budget_judge_rest(const struct budget_rest *rest, uint64_t dt_ns, ui
 	return moved;
 }
 
+/* Test hook (e2e.pad_budget_hold.O2): ADA_TEST_BUDGET_HOLD in the
+ * environment the program starts with stops the budget thread after the
+ * first tick that moved functions, out of agent.lock, until its
+ * generation moves (the exit, a detach): the longest preemption a loaded
+ * machine could give it there. The program's exit then finds the moves
+ * as that tick left them, deterministically. */
+static void budget_test_hold(uint32_t gen)
+{
+	/* Relaxed: as in budget_main's test of the generation. */
+	while (atomic_load_explicit(&budget.gen, memory_order_relaxed) == gen) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* One judgement of every traced thread; true when it moved functions. */
 static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 {
@@ -734,10 +824,15 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		pthread_mutex_unlock(&agent.lock);
 	}
 	any |= budget_judge_rest(&rest, dt_ns, gen);
+	if (any && budget.test_hold)
+		budget_test_hold(gen);
 	pthread_mutex_lock(&agent.lock);
-	budget.files_pending |= any;
-	budget_live();
-	budget_files(false);
+	/* Relaxed: the lock orders it against agent_budget_stop's bump (the
+	 * exit's and a detach's files are the last). */
+	if (atomic_load_explicit(&budget.gen, memory_order_relaxed) == gen) {
+		budget_live();
+		budget_files(false);
+	}
 	pthread_mutex_unlock(&agent.lock);
 	return any;
 }
@@ -931,6 +1026,7 @@ void agent_budget_start(bool quiet)
 	 * short program's exit writes them anyway). */
 	budget.start_ns = budget.files_ns = budget.live_ns = agent_now_ns();
 	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
+	budget.test_hold = secure_getenv("ADA_TEST_BUDGET_HOLD") != NULL;
 	budget_spawn(quiet);
 }
 
@@ -943,6 +1039,10 @@ void agent_budget_stop(void)
 
 void agent_budget_after_fork(void)
 {
+	/* The parent's stores are the parent's; its recall made the child's
+	 * patches too, so that stays. */
+	budget.mem.written = budget.mem.write_failed = 0;
+	budget.mem.write_err = 0;
 	if (!budget.running)
 		return;
 	budget.files_pending = false; /* the parent's moves are the parent's to write */

@@ -456,5 +456,8 @@ void agent_count_json(FILE *f)
 			        e->moved_ns / 1000000, e->calls_per_s, e->mean_ns);
 		fputc('}', f);
 	}
-	fprintf(f, "], \"uncalled\": %" PRIu32 ", \"recalled\": %" PRIu32 "}", uncalled, recalled);
+	fprintf(f, "], \"uncalled\": %" PRIu32 ", \"recalled\": %" PRIu32, uncalled, recalled);
+	if (agent.cfg.overhead_budget)
+		agent_budget_memory_json(f);
+	fputc('}', f);
 }

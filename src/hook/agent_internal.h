@@ -338,9 +338,14 @@ bool agent_budget_json_later(void);
  * after it. */
 void agent_budget_stop(void);
 /* Under agent.lock, at exit and detach, before the caller writes
- * agent.json: the remembered moves the budget thread has not written yet
- * (it writes them at most every 250 ms). */
+ * agent.json: ends the budget thread (agent_budget_stop: no move after
+ * the final files) and writes the remembered moves it has not written
+ * yet (it writes them at most every 250 ms). */
 void agent_budget_exit(void);
+/* ", \"budget_memory\": {...}": what the budget's memory did in this
+ * process (each module's recall at its install and why none, each store
+ * and the last failure), for count_only in agent.json. Under agent.lock. */
+void agent_budget_memory_json(FILE *f);
 /* In a forked child (agent_process.c): a budget thread of its own when
  * the parent ran one. */
 void agent_budget_after_fork(void);

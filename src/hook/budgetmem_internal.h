@@ -38,13 +38,17 @@ int budgetmem_encode(const struct ada_hook_symtab *st, const uint32_t *idx, uint
                      uint8_t **out, size_t *len);
 
 /* Checks buf against st; on success sets mark[i] = 1 for every index it
- * holds (mark has st->count entries) and returns how many; -EBADMSG for
- * anything not a valid file of this table. */
+ * holds (mark has st->count entries) and returns how many; -ESTALE for a
+ * whole, sound file of another table (function count or table hash
+ * differ), -EBADMSG for anything else not a valid file of this table. */
 int budgetmem_parse(const uint8_t *buf, size_t len, const struct ada_hook_symtab *st,
                     uint8_t *mark);
 
 /* Reads path (private to the user, as the plan cache) into mark: the
- * number of functions marked, or a negative errno. */
+ * number of functions marked, or a negative errno: -ENOENT (no file),
+ * -EPERM or -ELOOP (a place or file another user could change),
+ * -ESTALE, -EBADMSG (budgetmem_parse; -EBADMSG also for a size no file
+ * has), others of the read. */
 int budgetmem_load(const char *path, const struct ada_hook_symtab *st, uint8_t *mark);
 
 /* Writes the indices atomically (a private temporary file, renamed). */

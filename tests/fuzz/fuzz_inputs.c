@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for the small formats ada reads from places a user or
  * another process can write (issue 35): the first byte chooses the parser
- * (4 itself, else its low two bits: the corpus's older inputs keep theirs),
+ * (4 and 5 themselves, else its low two bits: the corpus's older inputs
+ * keep theirs),
  * the rest is its input.
  *   0  ADA_HOOK_CONFIG, the agent's options from the environment
  *      (ada_hook_config_parse), then its verdicts on a few names
@@ -16,6 +17,10 @@
  *   4  a symbol-table cache file (symtab_cache_parse) against a key taken
  *      from the input's head, its checksum made right so the fuzzer
  *      reaches the records
+ *   5  the budget's memory of an image (budgetmem_parse) against a table
+ *      of the size the input's first byte gives; then the same bytes with
+ *      that table's count and hash and a right checksum, so the fuzzer
+ *      reaches the indices
  * Seeds: tests/fuzz/corpus/inputs/ (one valid input of each, in this form).
  *   ./fuzz_inputs -max_total_time=60 CORPUS_DIR
  */
@@ -24,6 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "budgetmem_internal.h"
 #include "clock.h"
 #include "hook.h"
 #include "keysym.h"
@@ -157,6 +166,56 @@ static void fuzz_symtab_cache(const uint8_t *p, size_t n)
 	free(b);
 }
 
+/* budgetmem_parse's result checked against what it marked: a success
+ * marks within the table (mark has one guard byte past it) and no more
+ * functions than it says; a refusal marks none. */
+static void fuzz_budgetmem_check(const uint8_t *b, size_t n, const struct ada_hook_symtab *st,
+                                 uint8_t *mark)
+{
+	memset(mark, 0, st->count + 1);
+	int got = budgetmem_parse(b, n, st, mark);
+	size_t marked = 0;
+	for (size_t i = 0; i < st->count; i++)
+		marked += mark[i];
+	if (mark[st->count] || (got < 0 && marked) || (got >= 0 && marked > (size_t)got))
+		abort();
+}
+
+/* The table: p[0] % 64 functions, each at 0x40 * i, 0x20 + (i & 7)
+ * long; then the file. */
+static void fuzz_budgetmem(const uint8_t *p, size_t n)
+{
+	static struct ada_hook_fn fns[64];
+	static uint8_t mark[65];
+	struct ada_hook_symtab st;
+	if (n < 1)
+		return;
+	memset(&st, 0, sizeof(st));
+	st.count = p[0] % 64;
+	for (size_t i = 0; i < st.count; i++) {
+		fns[i].offset = 0x40 * i;
+		fns[i].size = 0x20 + (i & 7);
+	}
+	st.fns = fns;
+	p++, n--;
+	fuzz_budgetmem_check(p, n, &st, mark);
+	if (n < 32)
+		return;
+	uint8_t *b = malloc(n);
+	if (!b)
+		return;
+	memcpy(b, p, n);
+	/* budgetmem.c's layout: table hash at 8, count at 16, XXH64 last. */
+	uint64_t th = budgetmem_table_hash(&st);
+	uint32_t cnt = (uint32_t)st.count;
+	memcpy(b + 8, &th, 8);
+	memcpy(b + 16, &cnt, 4);
+	uint64_t sum = XXH64(b, n - 8, 0);
+	memcpy(b + n - 8, &sum, 8);
+	fuzz_budgetmem_check(b, n, &st, mark);
+	free(b);
+}
+
 static void fuzz_tsc_cache(const uint8_t *p, size_t n)
 {
 	uint64_t mult;
@@ -182,6 +241,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (data[0] == 4) {
 		fuzz_symtab_cache(data + 1, size - 1);
+		return 0;
+	}
+	if (data[0] == 5) {
+		fuzz_budgetmem(data + 1, size - 1);
 		return 0;
 	}
 	switch (data[0] & 3) {

@@ -1370,6 +1370,7 @@ def cmd_target_run(args, ada, work, rep, moved_how):
             rep.check(isinstance(co.get("uncalled"), int) and co["uncalled"] > 0,
                       "%s: count_only says no count of the functions never called: %r" % (
                           d, {k: v for k, v in co.items() if k != "functions"}))
+    memory = {}  # what each process's budget memory did (agent_budget.c)
     for g in args.moved:
         # the process that ran the workload: the root, or (budget_fork)
         # its forked child
@@ -1377,11 +1378,22 @@ def cmd_target_run(args, ada, work, rep, moved_how):
         for d in pid_dirs:
             m = check_manifest_parses(rep, os.path.join(session, d)) or {}
             fns += (m.get("count_only") or {}).get("functions", [])
-        # a second run: started count-only, as the first run moved it
+            memory[d] = (m.get("count_only") or {}).get("budget_memory")
+        # a second run: started count-only, as the first run moved it;
+        # when not, why (the recall's outcome per module: absent, stale,
+        # corrupt, untrusted, unreadable with its errno)
         rep.check(any(fnmatch.fnmatch(e.get("name", ""), g) and e.get("moved") == moved_how
                       for e in fns),
-                  "%s: no function matching %s count-only as %r: %r"
-                  % (pid_dirs, g, moved_how, fns))
+                  "%s: no function matching %s count-only as %r: %r; budget memory: %r"
+                  % (pid_dirs, g, moved_how, fns, memory))
+    if args.moved and args.recalled and moved_how == "budget":
+        # the first run's moves remembered at its exit (or the budget
+        # thread's write before): a run whose exit passed them by (they
+        # were due only after the move's hold of agent.lock) left the
+        # second run nothing to recall
+        written = sum((v or {}).get("written", 0) for v in memory.values())
+        rep.check(written >= 1, "%s: the budget's moves were not remembered (no <build-id>.moved "
+                  "written): budget memory %r" % (pid_dirs, memory))
     for g in args.far_form:
         # arm64's far patch form (ADA_HOOK_FAR_TEST): every hooked function
         # of the modules matching g took it

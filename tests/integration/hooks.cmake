@@ -152,6 +152,16 @@ ada_itest(pad_budget.O2 target --nondeterministic --moved pad_short3 --recalled
           --threads-per-process 1
           --record-opt=--overhead-budget --record-opt=10 --record-opt=--max-disk-mb
           --record-opt=0 -- ${T}/t_pad_O2 budget)
+# The same with the budget thread held after its move, out of agent.lock,
+# until the exit (ADA_TEST_BUDGET_HOLD, agent_budget.c): the program ends
+# while the thread is where a loaded machine once preempted it, and the
+# exit must still remember the move (its pending write is set with the
+# move, under the lock): the second run recalls it.
+ada_itest(pad_budget_hold.O2 target --nondeterministic --moved pad_short3 --recalled
+          --threads-per-process 1
+          --record-opt=--overhead-budget --record-opt=10 --record-opt=--max-disk-mb
+          --record-opt=0 -- ${T}/t_pad_O2 budget)
+set_property(TEST e2e.pad_budget_hold.O2 APPEND PROPERTY ENVIRONMENT ADA_TEST_BUDGET_HOLD=1)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
 # 300 switches each way through traced wrappers: frames left behind on the
 # other stack return late, coro()'s own only at the end (the grave keeps one

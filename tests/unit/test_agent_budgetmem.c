@@ -1,9 +1,10 @@
 /*
  * The budget's memory of an image (src/hook/budgetmem.c): round trip,
- * every single-bit flip refused, a file of another symbol table, an index
- * out of the table, a truncated or oversized file, the path rules and the
- * store and load through the file system (a missing file, a link planted
- * where the file goes is replaced, never followed; the largest file).
+ * every single-bit flip refused, a file of another symbol table (stale,
+ * told apart from damage), an index out of the table, a truncated or
+ * oversized file, the path rules and the store and load through the file
+ * system (a missing file, a link planted where the file goes is replaced,
+ * never followed, each refusal's own errno; the largest file).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,8 +78,9 @@ static void test_corrupt(void **state)
 	free(b);
 }
 
-/* Another table (a function's size changed, one function more) or an
- * index past the table (a valid checksum over it) is refused. */
+/* Another table (a function's size changed, one function less) is
+ * refused as stale (told apart from damage: the recall counts each);
+ * an index past the table (a valid checksum over it) as corrupt. */
 static void test_other_table(void **state)
 {
 	(void)state;
@@ -88,10 +90,12 @@ static void test_other_table(void **state)
 	make_table(&st);
 	assert_int_equal(budgetmem_encode(&st, idx, 3, &b, &n), 0);
 	fns[2].size++;
-	assert_int_equal(budgetmem_parse(b, n, &st, mark), -EBADMSG);
+	assert_int_equal(budgetmem_parse(b, n, &st, mark), -ESTALE);
 	make_table(&st);
 	st.count = N - 1;
-	assert_int_equal(budgetmem_parse(b, n, &st, mark), -EBADMSG);
+	assert_int_equal(budgetmem_parse(b, n, &st, mark), -ESTALE);
+	for (uint32_t i = 0; i < N; i++)
+		assert_int_equal(mark[i], 0);
 	free(b);
 	make_table(&st);
 	const uint32_t bad[2] = {2, N};
@@ -126,7 +130,7 @@ static void test_store_load(void **state)
 	make_table(&st);
 	assert_non_null(mkdtemp(dir));
 	snprintf(p, sizeof(p), "%s/x.moved", dir);
-	assert_true(budgetmem_load(p, &st, mark) < 0); /* none yet */
+	assert_int_equal(budgetmem_load(p, &st, mark), -ENOENT); /* none yet */
 	/* A link planted where the file goes: replaced, never followed. */
 	char target[4200];
 	snprintf(target, sizeof(target), "%s/target", dir);
@@ -138,6 +142,16 @@ static void test_store_load(void **state)
 	assert_int_not_equal(access(target, F_OK), 0);
 	assert_int_equal(budgetmem_load(p, &st, mark), 3);
 	assert_int_equal(mark[4], 1);
+	/* Each refusal with its own reason (the recall counts them:
+	 * agent.json's count_only.budget_memory). */
+	fns[0].size++;
+	assert_int_equal(budgetmem_load(p, &st, mark), -ESTALE);
+	make_table(&st);
+	assert_int_equal(chmod(p, 0620), 0); /* another user's group may write it */
+	assert_int_equal(budgetmem_load(p, &st, mark), -EPERM);
+	assert_int_equal(chmod(p, 0600), 0);
+	assert_int_equal(truncate(p, 20), 0); /* shorter than any file */
+	assert_int_equal(budgetmem_load(p, &st, mark), -EBADMSG);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
 }
