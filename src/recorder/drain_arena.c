@@ -222,6 +222,7 @@ static int drain_arena_origin(struct ada_recorder *r, struct wal_proc *p)
 {
 	struct ada_arena_origin o;
 	ada_arena_origin(p->arena, &o);
+	p->born_ns = o.anchor_ns; /* untrusted: it only ever dates p's own status */
 	uint8_t arch = o.machine == EM_AARCH64 ? ATF_ARCH_ARM64 : ATF_ARCH_X86_64;
 	if (arch != r->arch) {
 		drain_refuse(r, WAL_REFUSE_OTHER_ARCH,
@@ -441,6 +442,7 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 		drain_free_proc(p);
 		return NULL;
 	}
+	wal_wait_notes_admitted(r, p);
 	return p;
 }
 
