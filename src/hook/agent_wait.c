@@ -10,8 +10,8 @@
  * signal unknown. So the agent exports the wait family: each calls the
  * real function and, when it reaped a child (not WNOWAIT, not a stop or a
  * continue), notes the child's pid, its raw wait status and the time in
- * the table of reaped children of this process's own arena (ring.h,
- * "children the process reaped itself"). The drain reads the table and
+ * the table of reaped children of this process's own arena
+ * (ring_reaped.h). The drain reads the table and
  * gives the status to the recorded child of that pid that started before
  * the reap (src/recorder/wait_notes.c). No file: a reap costs a few
  * stores, not a new inode per child.

@@ -415,9 +415,10 @@ static void drain_take_wait_notes_of(struct ada_recorder *r, struct wal_proc *p)
 	WAL_GUARDED(p->arena, wal_wait_notes_take(r, p, false), drain_arena_lost(r, p, 0));
 }
 
-/* Every table of reaped children read up to now, before any process is
- * judged: a child's note is in its reaper's table, which may come later
- * in procs[] than the child. */
+/* Every table of reaped children read up to now, before the end judges
+ * every process: a child's note is in its reaper's table, which may come
+ * later in procs[] than the child. (A pass reads each table in its loop,
+ * drain.c drain_proc_guarded.) */
 static void drain_take_wait_notes(struct ada_recorder *r)
 {
 	for (size_t i = 0; i < r->nprocs; i++)
@@ -431,7 +432,8 @@ static void drain_take_wait_notes(struct ada_recorder *r)
  * all, those still running are finished too. */
 void drain_check_gone(struct ada_recorder *r, bool all)
 {
-	drain_take_wait_notes(r);
+	if (all)
+		drain_take_wait_notes(r);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		if (p->finished)

@@ -182,9 +182,9 @@ struct wal_proc {
 	 * (wait_notes.c) when other_known; exit_unknown: none from anywhere. */
 	bool other_known, exit_unknown, exit_unknown_counted;
 	int other_status;
-	/* Its arena's making (CLOCK_BOOTTIME ns, 0 unknown): only a later reap of its
-	 * pid is its; its own table of reaped children read up to reaped_cursor. */
-	uint64_t born_ns, reaped_cursor;
+	/* Its arena's making in the arena's raw time (0 unknown): only a later reap
+	 * of its pid is its; its own table of reaped children read to reaped_cursor. */
+	uint64_t born_raw, reaped_cursor;
 	uint64_t gone_ns; /* when first seen gone with no status: waited for */
 	uint64_t events, events_at_tick;
 	uint64_t drops_at_tick[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];

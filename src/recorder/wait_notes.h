@@ -19,7 +19,7 @@ struct wal_proc;
  * arena of that pid (pid 0: free). */
 struct wal_wait_note {
 	int32_t pid, status;
-	uint64_t ns; /* when reaped, CLOCK_BOOTTIME */
+	uint64_t ts_raw; /* when reaped, the arenas' raw time */
 };
 #define WAL_WAIT_PENDING 1024u
 struct wal_wait_notes {
@@ -39,7 +39,7 @@ struct wal_wait_notes {
  * recorded process of that pid born before the reap, or keeps it for
  * one to come. Reads the arena: the caller guards it (WAL_GUARDED). */
 void wal_wait_notes_take(struct ada_recorder *r, struct wal_proc *p, bool final);
-/* A process just admitted (born_ns set): a note waiting for its pid. */
+/* A process just admitted (born_raw set): a note waiting for its pid. */
 void wal_wait_notes_admitted(struct ada_recorder *r, struct wal_proc *p);
 /* The session's counts (manifests, live view, summary). */
 json_t *wal_wait_notes_json(const struct ada_recorder *r);

@@ -1,9 +1,9 @@
 /*
  * The table of children a process reaped itself: the wait family's
  * wrappers write it (src/hook/agent_wait.c), the drain reads it
- * (src/recorder/wait_notes.c). The protocol is in ring.h ("children the
- * process reaped itself"); the layout in ring_internal.h (the control
- * block's reaped_head and reaped[]).
+ * (src/recorder/wait_notes.c). The protocol is in ring_reaped.h; the
+ * layout in ring_internal.h (the control block's reaped_head and
+ * reaped[]).
  *
  * Threads: any thread of the target writes, also from a signal handler
  * (atomics only: no system call, no libc, errno untouched); the drain

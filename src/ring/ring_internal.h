@@ -125,9 +125,8 @@ struct ada_arena_control {
 	uint32_t origin_reserved;
 	uint64_t counter_hz;
 	uint64_t anchor_counter, anchor_ns;
-	/* Children the process reaped (ring.h "children the process reaped
-	 * itself", reaped.c): every writer adds to reaped_head; the entries
-	 * are seqlocked each. */
+	/* Children the process reaped (ring_reaped.h, reaped.c): every
+	 * writer adds to reaped_head; the entries are seqlocked each. */
 	alignas(ADA_CACHELINE) _Atomic uint64_t reaped_head;
 	alignas(ADA_CACHELINE) struct ring_reaped_entry reaped[ADA_REAPED_SLOTS];
 };

@@ -138,8 +138,7 @@ def check_victims(vf, vd):
 # The recorded program waits on a FIFO while the test plants links in its
 # pid_N and at the pid_N names of the children it then starts.
 WAIT = 'read x < "$FIFO"; /bin/true; /bin/true; /bin/true'
-PLANTED_NAMES = ("manifest.json.tmp", "agent.json.tmp", "manifest.json", ".ring_base.tmp",
-                 "reaped_status")
+PLANTED_NAMES = ("manifest.json.tmp", "agent.json.tmp", "manifest.json", ".ring_base.tmp")
 PID_LINKS = 2000
 
 
