@@ -1,9 +1,10 @@
 /*
  * The drain's end of a process and of the recording: reaping (waitpid as
  * the child subreaper, the status of a process not ours from its zombie
- * or its reaper's table of reaped children, its end from its pidfd), the last drain of an arena
- * that is gone, lost or shrunk, finalizing a process, and the end of the recording (the program's
- * descendants left running, a stop request).
+ * or its reaper's table of reaped children, its end from its pidfd), the
+ * last drain of an arena that is gone, lost or shrunk, finalizing a
+ * process, and the end of the recording (the program's descendants left
+ * running, a stop request).
  *
  * Threads: the drain thread only (drain.c), which owns every wal_proc.
  */

@@ -12,12 +12,14 @@
  * pid is older than the later one's arena. Both times are the arenas' raw
  * time (the counter every process of the recording reads, or
  * CLOCK_BOOTTIME ns with ts=clock), compared as they are: no conversion,
- * whose error early in a recording could exceed a short child's life. A process that knows its
- * status already (reaped by us, its zombie read, finished) takes nothing.
- * A note for a pid no admitted process has yet (its arena not seen yet)
- * waits in pending[pid % WAL_WAIT_PENDING] until one is admitted; another
- * pid's note put there first is counted unclaimed (most often a child the
- * recording did not record: --no-follow, a static program).
+ * whose error early in a recording could exceed a short child's life.
+ * A process that knows its status already (reaped by us, its zombie
+ * read, finished) takes nothing. A note for a pid no admitted process
+ * has yet (its arena not seen yet) waits in
+ * pending[pid % WAL_WAIT_PENDING] until one is admitted; another pid's
+ * note put there first is counted unclaimed (most often a child the
+ * recording did not record: --no-follow, a static program; or one that
+ * finished and was retired, retire.c, before its reaper's note was read).
  *
  * Nothing is lost silently: entries a reaper overwrote before the drain
  * read them (its table wrapped: more than ADA_REAPED_SLOTS reaps while
