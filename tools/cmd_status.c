@@ -55,12 +55,30 @@ struct status_tot {
 	uint64_t untraced, shm_ceiling, shm_peak;
 	uint64_t reduced;    /* recorded with smaller detail rings (the ceiling) */
 	uint64_t pid_reused; /* arenas of a reused pid: not read (manifests' shm) */
+	/* processes whose exit status nothing told; reapers' notes lost
+	 * (manifests' wait_statuses, the session's counts when written) */
+	uint64_t exit_unknown, notes_overwritten, notes_refused;
 	bool disk_full, live_shm;
 };
 
 static uint64_t status_u64(_Atomic uint64_t *v)
 {
 	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static uint64_t status_int(json_t *o, const char *key);
+
+/* The session's counts of unknown exit statuses, as the latest manifest
+ * says them (each holds them as when it was written: the largest). */
+static void status_wait_counts(json_t *w, struct status_tot *t)
+{
+	uint64_t v;
+	if ((v = status_int(w, "unknown_processes")) > t->exit_unknown)
+		t->exit_unknown = v;
+	if ((v = status_int(w, "overwritten")) > t->notes_overwritten)
+		t->notes_overwritten = v;
+	if ((v = status_int(w, "refused")) > t->notes_refused)
+		t->notes_refused = v;
 }
 
 static uint64_t status_int(json_t *o, const char *key)
@@ -310,6 +328,7 @@ static void status_add_done(json_t *man, struct status_tot *t)
 	/* The recorder's own count: in each manifest as it was when written. */
 	if (status_int(shm, "pid_reused_arenas") > t->pid_reused)
 		t->pid_reused = status_int(shm, "pid_reused_arenas");
+	status_wait_counts(json_object_get(man, "wait_statuses"), t);
 	if (!t->live_shm) { /* each manifest has the session's counts when written */
 		uint64_t untraced = status_int(shm, "untraced_processes") +
 		                    status_int(shm, "arena_failed_processes");
@@ -528,6 +547,12 @@ static void status_session(const char *dir, const struct status_tot *t)
 	if (t->pid_reused)
 		printf(", %llu process%s not recorded (a reused pid)",
 		       (unsigned long long)t->pid_reused, t->pid_reused == 1 ? "" : "es");
+	if (t->exit_unknown || t->notes_overwritten || t->notes_refused)
+		printf(", %llu process%s exit status unknown (%llu reaped-child note%s overwritten "
+		       "in the reaper's table before read, %llu refused)",
+		       (unsigned long long)t->exit_unknown, t->exit_unknown == 1 ? "'s" : "es'",
+		       (unsigned long long)t->notes_overwritten,
+		       t->notes_overwritten == 1 ? "" : "s", (unsigned long long)t->notes_refused);
 	if (t->dead)
 		printf(", %u process%s left unfinished by a recorder that died", t->dead,
 		       t->dead == 1 ? "" : "es");

@@ -28,6 +28,7 @@
 #include "keysym.h"
 #include "manifest.h"
 #include "ring.h"
+#include "ring_reaped.h"
 #include "wal.h"
 
 #include "record.h"
@@ -559,6 +560,17 @@ static void record_print_left_out(const struct ada_record_summary *s)
 		    "ada: %u process%s not recorded: each took the pid of an earlier process of "
 		    "the recording (pid reuse; a larger kernel.pid_max makes it rarer)\n",
 		    s->pid_reused, s->pid_reused == 1 ? " was" : "es were");
+	const struct ada_wait_status_counts *w = &s->wait_statuses;
+	if (w->unknown || w->overwritten || w->refused)
+		fprintf(
+		    stderr,
+		    "ada: %llu process%s exit status unknown; %llu note%s of children reaped by "
+		    "their traced parent overwritten in the reaper's table before the recorder "
+		    "read them (it reaped more than %u while the recorder was behind), %llu "
+		    "refused (torn or implausible)\n",
+		    (unsigned long long)w->unknown, w->unknown == 1 ? "'s" : "es'",
+		    (unsigned long long)w->overwritten, w->overwritten == 1 ? "" : "s",
+		    ADA_REAPED_SLOTS, (unsigned long long)w->refused);
 	/* Nothing lost: said when it cost the program (ten or more, a tenth). */
 	if (s->pool_misses >= 10 && s->pool_misses * 10 >= s->pool_hits + s->pool_misses)
 		fprintf(stderr,

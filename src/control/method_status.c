@@ -212,6 +212,15 @@ static json_t *status_recorder(struct ada_control *c, const struct ada_recorder_
 	return o;
 }
 
+/* The session's counts of unknown exit statuses (wait_notes.c). */
+static json_t *status_wait(const struct ada_recorder_live *v)
+{
+	const struct ada_wait_status_counts *w = &v->wait_statuses;
+	return json_pack("{s:I,s:I,s:I}", "unknown_processes", (json_int_t)w->unknown,
+	                 "overwritten", (json_int_t)w->overwritten, "refused",
+	                 (json_int_t)w->refused);
+}
+
 /* The shared-memory ceiling as the manifests' `shm` says it: processes
  * that ran untraced, or got smaller detail rings, and why; the arena
  * pool's hits and misses (a miss: a process made its arena anew). */
@@ -271,7 +280,7 @@ void ctl_method_status(struct ctl_call *k)
 	json_t *ks = c->h.keysym_version ? json_integer((json_int_t)c->h.keysym_version(c->h.ctx))
 	                                 : json_null();
 	json_t *o = json_pack(
-	    "{s:b,s:f,s:s,s:I,s:I,s:o,s:o,s:i,s:o,s:i,s:o,s:i,s:o,s:{s:I,s:I,s:o},s:o,s:o}",
+	    "{s:b,s:f,s:s,s:I,s:I,s:o,s:o,s:i,s:o,s:i,s:o,s:i,s:o,s:{s:I,s:I,s:o},s:o,s:o,s:o}",
 	    "recording", !v->ended, "uptime_sec", (double)(v->at_ns - v->start_ns) / 1e9,
 	    "detail_mode", status_detail_name(v->detail_mode), "events", (json_int_t)v->events,
 	    "events_per_sec", (json_int_t)v->events_per_sec, "drops", status_drops(v->drops),
@@ -280,7 +289,7 @@ void ctl_method_status(struct ctl_call *k)
 	    (int)v->procs_omitted, "rings", status_rings(v), "rings_omitted", (int)v->rings_omitted,
 	    "hooks", status_hooks(c), "windows", "total", (json_int_t)v->windows_total, "persisted",
 	    (json_int_t)v->windows_closed, "recent", status_recent_windows(v), "triggers",
-	    status_triggers(c), "keysym_version", ks);
+	    status_triggers(c), "keysym_version", ks, "wait_statuses", status_wait(v));
 	if (o) {
 		if (v->detail_mode != ADA_DETAIL_NEVER)
 			json_object_set_new(o, "detail_records",

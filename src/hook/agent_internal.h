@@ -590,8 +590,8 @@ int agent_make_return_trampoline(void);
  * program's environment). Constructor only. */
 void agent_exec_setup(void);
 
-/* agent_wait.c: remembers ADA_SESSION_DIR for the wait wrappers, which
- * write the status of every child they reap into its pid_<N>/. */
+/* agent_wait.c: resolves the real wait family for the wrappers, which
+ * note every child they reap in the arena's table of reaped children. */
 void agent_wait_setup(void);
 
 /* agent_process.c */

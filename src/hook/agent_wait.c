@@ -9,33 +9,31 @@
  * SIGKILL: multiprocessing's pool workers) would end with status and
  * signal unknown. So the agent exports the wait family: each calls the
  * real function and, when it reaped a child (not WNOWAIT, not a stop or a
- * continue), writes the raw wait status as decimal text into
- * $ADA_SESSION_DIR/pid_<child>/reaped_status -- only when that directory
- * exists (the child was recorded), is ours and is not a link; the file is
- * made anew (O_EXCL), never written through a link. The drain reads it when it
- * finalizes that process (src/wal/drain.c, manifest.c).
+ * continue), notes the child's pid, its raw wait status and the time in
+ * the table of reaped children of this process's own arena
+ * (ring_reaped.h). The drain reads the table and
+ * gives the status to the recorded child of that pid that started before
+ * the reap (src/recorder/wait_notes.c). No file: a reap costs a few
+ * stores, not a new inode per child.
  *
  * Threads: any, also from a signal handler (a SIGCHLD handler that
- * reaps): only open/write/close, the stack and what the constructor
- * prepared; errno is kept.
+ * reaps): atomics and the arena's timestamp only (the cycle counter, or
+ * clock_gettime with ts=clock); errno is kept.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "ring.h"
+#include "ring_reaped.h"
 
 #define WAIT_EXPORT __attribute__((visibility("default")))
 
 static struct {
-	char dir[PATH_MAX]; /* the session directory, "" when not recording */
 	pid_t (*wait4)(pid_t, int *, int, struct rusage *);
 	int (*waitid)(idtype_t, id_t, siginfo_t *, int);
 } wait_st;
@@ -49,68 +47,25 @@ static void *wait_next(const char *name)
  * call dlsym; on first use only when the agent did not start. */
 void agent_wait_setup(void)
 {
-	if (agent.session_dir[0] && strlen(agent.session_dir) < sizeof(wait_st.dir) - 64)
-		strcpy(wait_st.dir, agent.session_dir);
 	wait_st.wait4 = wait_next("wait4");
 	wait_st.waitid = wait_next("waitid");
 }
 
-/* Decimal digits of v (v >= 0) at p; returns the end. */
-static char *wait_itoa(char *p, unsigned v)
+/* The arena's raw timestamp, as its events carry it (ada_timestamp_raw). */
+static uint64_t wait_timestamp(const struct ada_arena *a)
 {
-	char tmp[16];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v && n < 16);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
-/* pid_<pid> under the session, a directory of ours: opened without
- * following a link at it (a planted pid_N link is not written through),
- * and only when it belongs to us. -1 otherwise. */
-static int wait_open_pid_dir(pid_t pid)
-{
-	char name[32] = "pid_";
-	*wait_itoa(name + 4, (unsigned)pid) = '\0';
-	int sfd = open(wait_st.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sfd < 0)
-		return -1;
-	int dfd = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(sfd);
-	struct stat st;
-	if (dfd >= 0 && (fstat(dfd, &st) < 0 || st.st_uid != geteuid())) {
-		close(dfd);
-		dfd = -1;
-	}
-	return dfd;
+	if (ada_arena_config_of(a)->timestamp_source == ADA_TS_CLOCK)
+		return ada_producer_clock_ns();
+	return ada_tsc();
 }
 
 static void wait_note(pid_t pid, int status)
 {
-	if (pid <= 0 || !wait_st.dir[0] || !(WIFEXITED(status) || WIFSIGNALED(status)))
+	struct ada_arena *a = ada_producer_arena(); /* NULL: not recording, or detached */
+	if (pid <= 0 || !a || !(WIFEXITED(status) || WIFSIGNALED(status)))
 		return;
 	int saved = errno;
-	int dfd = wait_open_pid_dir(pid);
-	if (dfd >= 0) {
-		/* A new file, never one that is there (a link planted there, or
-		 * the note of an earlier process with this pid). */
-		unlinkat(dfd, "reaped_status", 0);
-		int fd = openat(dfd, "reaped_status",
-		                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			char text[16], *e = wait_itoa(text, (unsigned)status);
-			*e++ = '\n';
-			if (write(fd, text, (size_t)(e - text)) < 0) {
-				/* the status stays unknown, as without the wrapper */
-			}
-			close(fd);
-		}
-		close(dfd);
-	}
+	ada_arena_note_reaped(a, (int32_t)pid, status, wait_timestamp(a));
 	errno = saved;
 }
 

@@ -953,6 +953,9 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 	    p->arena,
 	    {
 		    n = drain_proc(r, p, DRAIN_SLOT_BUDGET);
+		    /* Its notes of children it reaped: read before the pass's
+		     * drain_check_gone() judges any process. */
+		    wal_wait_notes_take(r, p, false);
 		    bool wanted = ada_arena_take_slot_wanted(p->arena) || reclaim;
 		    if (drain_reclaim_due(p) || wanted)
 			    drain_reclaim_done(p, drain_reclaim(r, p));

@@ -222,6 +222,10 @@ static int drain_arena_origin(struct ada_recorder *r, struct wal_proc *p)
 {
 	struct ada_arena_origin o;
 	ada_arena_origin(p->arena, &o);
+	/* In the raw time the notes of reaps carry: the counter, or ns with
+	 * ts=clock. Untrusted: it only ever dates p's own status. */
+	bool ns = ada_arena_config_of(p->arena)->timestamp_source == ADA_TS_CLOCK;
+	p->born_raw = ns ? o.anchor_ns : o.anchor_counter;
 	uint8_t arch = o.machine == EM_AARCH64 ? ATF_ARCH_ARM64 : ATF_ARCH_X86_64;
 	if (arch != r->arch) {
 		drain_refuse(r, WAL_REFUSE_OTHER_ARCH,
@@ -441,6 +445,7 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 		drain_free_proc(p);
 		return NULL;
 	}
+	wal_wait_notes_admitted(r, p);
 	return p;
 }
 

@@ -1,9 +1,10 @@
 /*
  * The drain's end of a process and of the recording: reaping (waitpid as
- * the child subreaper, the status of a process not ours from its zombie,
- * its reaper's agent or its pidfd), the last drain of an arena that is
- * gone, lost or shrunk, finalizing a process, and the end of the
- * recording (the program's descendants left running, a stop request).
+ * the child subreaper, the status of a process not ours from its zombie
+ * or its reaper's table of reaped children, its end from its pidfd), the
+ * last drain of an arena that is gone, lost or shrunk, finalizing a
+ * process, and the end of the recording (the program's descendants left
+ * running, a stop request).
  *
  * Threads: the drain thread only (drain.c), which owns every wal_proc.
  */
@@ -35,7 +36,7 @@
  * untraced. */
 #define DRAIN_LEFTOVER_GRACE_NS 2000000000ull
 /* How long a process gone with no known status is waited for: its reaper's
- * agent writes the status just after its wait returns. */
+ * agent notes the status just after its wait returns. */
 #define DRAIN_STATUS_WAIT_NS 1000000000ull
 
 struct drain_left {
@@ -297,6 +298,10 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 		            return );
 	else
 		wal_flight_proc_end(r, p); /* before the files are final: crash marker */
+	/* The last of its notes of children it reaped, before its arena goes. */
+	if (p->arena)
+		WAL_GUARDED(p->arena, wal_wait_notes_take(r, p, p->gone), drain_arena_lost(r, p, 0);
+		            return );
 	for (size_t j = 0; j < p->nthreads; j++)
 		drain_thread_finalize(r, p->threads[j]);
 	/* No thread is reached by its slot any more. Its per-slot tables
@@ -380,28 +385,11 @@ static int drain_zombie_status(pid_t pid, uint32_t start)
 	return end != p + 1 && v >= 0 && v <= 0xffff ? (int)v : -1;
 }
 
-/* What the agent of the process that reaped p wrote (agent_wait.c): a
- * decimal wait status. -1 when absent or not one. */
-static int drain_reaper_status(const struct wal_proc *p)
-{
-	int fd = -1;
-	char buf[32];
-	if (p->dir_fd < 0 || ada_fs_open_file(p->dir_fd, "reaped_status", O_RDONLY, &fd) < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *end;
-	long v = strtol(buf, &end, 10);
-	return end != buf && (*end == '\n' || *end == '\0') && v >= 0 && v <= 0xffff ? (int)v : -1;
-}
-
 /* A process we did not reap is gone: its status, from its zombie while its
- * parent has not reaped it, else from its reaper's agent, else from its
+ * parent has not reaped it, else from its reaper's table of reaped
+ * children (wait_notes.c: other_known once a note came), else from its
  * own agent (the arena: exit() or a fatal signal it caught). False while
- * none knows it yet and the wait for the reaper's word is not over. */
+ * none knows it yet and the wait for the reaper's note is not over. */
 static bool drain_other_status(struct wal_proc *p, bool last)
 {
 	if (p->reaped || p->other_known)
@@ -409,8 +397,6 @@ static bool drain_other_status(struct wal_proc *p, bool last)
 	/* A zombie under its pid now is another process. */
 	uint32_t start = p->arena ? ada_arena_start_time(p->arena) : 0;
 	int st = p->pid_taken ? -1 : drain_zombie_status(p->pid, start);
-	if (st < 0)
-		st = drain_reaper_status(p);
 	if (st >= 0) {
 		p->other_known = true;
 		p->other_status = st;
@@ -425,12 +411,30 @@ static bool drain_other_status(struct wal_proc *p, bool last)
 	return now - p->gone_ns >= DRAIN_STATUS_WAIT_NS;
 }
 
+static void drain_take_wait_notes_of(struct ada_recorder *r, struct wal_proc *p)
+{
+	WAL_GUARDED(p->arena, wal_wait_notes_take(r, p, false), drain_arena_lost(r, p, 0));
+}
+
+/* Every table of reaped children read up to now, before the end judges
+ * every process: a child's note is in its reaper's table, which may come
+ * later in procs[] than the child. (A pass reads each table in its loop,
+ * drain.c drain_proc_guarded.) */
+static void drain_take_wait_notes(struct ada_recorder *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->finished && r->procs[i]->arena)
+			drain_take_wait_notes_of(r, r->procs[i]);
+}
+
 /* A process is gone when we reaped it, or (not our child) when it no
  * longer exists. Everything it published is in the rings by then
  * (p->gone: its rings are read whole, whatever the end's time). With
  * all, those still running are finished too. */
 void drain_check_gone(struct ada_recorder *r, bool all)
 {
+	if (all)
+		drain_take_wait_notes(r);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		if (p->finished)

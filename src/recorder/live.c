@@ -342,6 +342,8 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	v->ring_waited_ns = s.p.ring_waited_ns;
 	v->procs_finished = s.procs;
 	v->pid_reused_arenas = r->pid_reused;
+	v->wait_statuses = (struct ada_wait_status_counts){
+	    r->wait_notes.c.unknown, r->wait_notes.c.overwritten, r->wait_notes.c.refused};
 	v->pool_hits = r->shm.pool_hits;
 	v->pool_misses = r->shm.pool_misses;
 	wal_shm_read(r, &v->shm);

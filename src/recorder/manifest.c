@@ -267,8 +267,9 @@ static bool man_detached(const struct ada_recorder *r, const struct wal_proc *p)
 }
 
 /* Exit status, signal and the abnormal flag, from waitpid when we reaped
- * the process, else from its zombie or its reaper's agent (drain.c), else
- * from what its own agent wrote into the arena. */
+ * the process, else from its zombie or its reaper's table of reaped
+ * children (drain_end.c, wait_notes.c), else from what its own agent
+ * wrote into the arena. */
 static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc *p)
 {
 	int v = 0; /* the arena first: a fault there leaves nothing built (WAL_GUARDED) */
@@ -293,6 +294,7 @@ static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc
 	} else {
 		abnormal = true; /* vanished without a word: status unknown */
 	}
+	p->exit_unknown = !detached && !known && ps == ADA_PROC_RUNNING;
 	json_object_set_new(e, "status", status >= 0 ? json_integer(status) : json_null());
 	json_object_set_new(e, "signal", sig ? json_integer(sig) : json_null());
 	if (sig)
@@ -674,6 +676,20 @@ static void man_agent_kept(json_t *root, int pid_dir_fd)
 	json_decref(old);
 }
 
+/* The session's counts of statuses from reapers' tables and of those
+ * unknown; p is counted once, by its first final manifest (man_exit said
+ * whether its status is unknown), which then shows it. */
+static void man_wait_statuses(json_t *root, struct ada_recorder *r, struct wal_proc *p,
+                              const char *state)
+{
+	if (p->exit_unknown && !p->exit_unknown_counted && strcmp(state, "recording") &&
+	    (p->gone || p->vanished)) { /* not one left running */
+		p->exit_unknown_counted = true;
+		r->wait_notes.c.unknown++;
+	}
+	json_object_set_new(root, "wait_statuses", wal_wait_notes_json(r));
+}
+
 /* A final manifest's exit, and what the agent wrote: agent.json the first
  * time, the first final manifest's copy of it after. */
 static void man_final(json_t *root, struct ada_recorder *r, struct wal_proc *p)
@@ -826,6 +842,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "lost_events", json_integer((json_int_t)wal_proc_lost(p)));
 	if (strcmp(state, "recording"))
 		man_final(root, r, p);
+	man_wait_statuses(root, r, p, state);
 	if (r->flight.trig)
 		wal_flight_manifest(root, r, p);
 	json_object_set_new(root, "metrics", man_metrics(r, p));

@@ -421,6 +421,8 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->shm = v;
 	s->shm_leftover = r->shm.leftover;
 	s->pid_reused = r->pid_reused;
+	s->wait_statuses = (struct ada_wait_status_counts){
+	    r->wait_notes.c.unknown, r->wait_notes.c.overwritten, r->wait_notes.c.refused};
 	s->pool_hits = r->shm.pool_hits;
 	s->pool_misses = r->shm.pool_misses;
 	s->seconds = (double)(ada_boottime_ns() - r->start_ns) / 1e9;
@@ -563,6 +565,7 @@ void ada_recorder_free(struct ada_recorder *r)
 	wal_vlog_fini(r);
 	wal_live_fini(r);
 	wal_reaped_free(&r->reaped);
+	wal_wait_notes_free(&r->wait_notes);
 	free(r->admit.set);
 	for (int k = 0; k < WAL_REFUSE_COUNT; k++)
 		free(r->admit.first[k]);

@@ -16,6 +16,7 @@
 #include "recorder.h"
 #include "wal.h"
 #include "wal_crc.h"
+#include "wait_notes.h"
 
 /* mkdir -p for one level below an existing directory; EEXIST is fine. */
 int wal_mkdir(const char *path);
@@ -177,10 +178,13 @@ struct wal_proc {
 	bool pid_taken;
 	int pidfd; /* -1 unless it is not our child */
 	int wstatus;
-	/* Not reaped by us: the status from its zombie's /proc entry or from
-	 * its reaper's agent (pid_N/reaped_status), when other_known. */
-	bool other_known;
+	/* Not reaped by us: the status from its zombie or its reaper's table
+	 * (wait_notes.c) when other_known; exit_unknown: none from anywhere. */
+	bool other_known, exit_unknown, exit_unknown_counted;
 	int other_status;
+	/* Its arena's making in the arena's raw time (0 unknown): only a later reap
+	 * of its pid is its; its own table of reaped children read to reaped_cursor. */
+	uint64_t born_raw, reaped_cursor;
 	uint64_t gone_ns; /* when first seen gone with no status: waited for */
 	uint64_t events, events_at_tick;
 	uint64_t drops_at_tick[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
@@ -690,8 +694,9 @@ struct ada_recorder {
 	pid_t main_pid;
 	struct wal_proc **procs;
 	size_t nprocs, capprocs;
-	struct wal_reaped reaped;  /* pids reaped before their arena showed up */
-	struct wal_admit admit;    /* arenas refused: each file looked at once */
+	struct wal_reaped reaped;         /* pids reaped before their arena showed up */
+	struct wal_wait_notes wait_notes; /* children reaped by their traced parent */
+	struct wal_admit admit;           /* arenas refused: each file looked at once */
 	uint32_t pid_reused;       /* arenas of a later process given a recorded pid: not read */
 	uint32_t fd_limit_told;    /* threads that got no file at the limit of open files */
 	uint32_t unread_told;      /* processes with events unread at the end (drain_end.c) */

@@ -1,7 +1,7 @@
 /*
  * Retiring a finished process the disk budget has emptied: its pid_N/
- * (manifest.json, agent.json, reaped_status, the module files the budget
- * left) is replaced by one line of the session's retired.jsonl, and
+ * (manifest.json, agent.json, the module files the budget left) is
+ * replaced by one line of the session's retired.jsonl, and
  * its wal_proc by the sums the recording's totals need (struct
  * wal_retired). A recording of thousands of short processes under a
  * budget then keeps neither ~20 KiB on disk nor ~12 KiB of the
@@ -241,8 +241,7 @@ static void retire_rm(int at, const char *name, int depth)
  * the directory. */
 static void retire_dir(struct ada_recorder *r, struct wal_proc *p)
 {
-	static const char *const names[] = {"agent.json", "reaped_status", ".retention",
-	                                    ".ring_slots", NULL};
+	static const char *const names[] = {"agent.json", ".retention", ".ring_slots", NULL};
 	for (const char *const *n = names; *n; n++)
 		unlinkat(p->dir_fd, *n, 0);
 	DIR *d = ada_fs_opendir(p->dir_fd, ".");

@@ -29,6 +29,7 @@
 #include "ring.h"
 #include "ring_bell.h"
 #include "ring_pool.h"
+#include "ring_reaped.h"
 
 #define RING_ALIGN(x) (((x) + (uint64_t)ADA_CACHELINE - 1) & ~((uint64_t)ADA_CACHELINE - 1))
 
@@ -47,6 +48,16 @@
  * producer.c); without it, pages the recorder prepared in its mapping
  * cost the target a fault each over their first lap. Cleared at exec. */
 #define RING_POP_MAPPED 16u
+
+/* One entry of the table of reaped children (reaped.c): seq is 2*pos + 1
+ * while position pos is written into it, 2*pos + 2 once it is whole. */
+struct ring_reaped_entry {
+	_Atomic uint64_t seq;
+	_Atomic uint64_t ts_raw;
+	_Atomic uint32_t pid;
+	_Atomic uint32_t status;
+	_Atomic uint64_t check; /* ring_reaped_check(seq, pid, status, ts_raw) */
+};
 
 struct ada_arena_control {
 	/* Written once by the creator before the file is renamed into place. */
@@ -114,6 +125,10 @@ struct ada_arena_control {
 	uint32_t origin_reserved;
 	uint64_t counter_hz;
 	uint64_t anchor_counter, anchor_ns;
+	/* Children the process reaped (ring_reaped.h, reaped.c): every
+	 * writer adds to reaped_head; the entries are seqlocked each. */
+	alignas(ADA_CACHELINE) _Atomic uint64_t reaped_head;
+	alignas(ADA_CACHELINE) struct ring_reaped_entry reaped[ADA_REAPED_SLOTS];
 };
 
 struct ada_slot_desc {
@@ -176,6 +191,8 @@ struct ada_detail_hdr {
 };
 
 _Static_assert(sizeof(struct ada_slot_desc) == ADA_CACHELINE, "one line per slot descriptor");
+_Static_assert((ADA_REAPED_SLOTS & (ADA_REAPED_SLOTS - 1)) == 0, "reaped slots: a power of two");
+_Static_assert(sizeof(struct ring_reaped_entry) == 32, "two reaped entries per line");
 _Static_assert(sizeof(struct ada_index_hdr) % ADA_CACHELINE == 0, "index header in lines");
 _Static_assert(sizeof(struct ada_detail_hdr) % ADA_CACHELINE == 0, "detail header in lines");
 

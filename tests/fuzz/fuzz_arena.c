@@ -10,6 +10,7 @@
  * returns at most a ring's bytes, as records the iterator walks exactly;
  * its two ends (ada_detail_ring_ends: a walk of header words in place)
  * come back as one whole record each, inside the buffer, or -EAGAIN.
+ * The table of reaped children yields only notes in range.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 
 #include "fuzz_arena_image.h"
+#include "ring_reaped.h"
 
 static volatile uint64_t fuzz_sink;
 
@@ -73,6 +75,30 @@ static void fuzz_detail(struct ada_arena *a, uint32_t s)
 	fuzz_ends(a, s, d);
 }
 
+/* The table of reaped children (reaped.c), read as the drain reads it,
+ * from 0 and again from where it stopped, then once as final: every note
+ * taken is in range, at most a table's worth a read, the cursor never
+ * goes back and never past the head. */
+static void fuzz_reaped(struct ada_arena *a)
+{
+	static struct ada_reaped_note out[ADA_REAPED_SLOTS];
+	struct ada_reaped_counts c = {0};
+	uint64_t cursor = 0;
+	for (int i = 0; i < 3; i++) {
+		uint64_t before = cursor;
+		uint32_t n = ada_arena_reaped_take(a, &cursor, i == 2, out, &c);
+		if (n > ADA_REAPED_SLOTS || cursor < before)
+			abort();
+		for (uint32_t j = 0; j < n; j++) {
+			if (out[j].pid < 1 || out[j].pid > ADA_REAPED_PID_MAX ||
+			    out[j].status < 0 || out[j].status > 0xffff)
+				abort(); /* a note the reader should have refused */
+			fuzz_sink += out[j].ts_raw;
+		}
+	}
+	fuzz_sink += c.overwritten + c.refused;
+}
+
 static void fuzz_slot(struct ada_arena *a, uint32_t s, uint64_t cap)
 {
 	struct ada_slot_info si;
@@ -124,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ada_arena_drop_totals(a, d);
 		int st;
 		(void)ada_arena_process_state(a, &st);
+		fuzz_reaped(a);
 		ada_arena_close(a);
 	}
 	close(fd);

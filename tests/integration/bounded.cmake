@@ -57,6 +57,16 @@ add_test(NAME bounded_reaprace
 set_tests_properties(bounded_reaprace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
                      LABELS "wal;integration")
 
+# Children reaped by their traced parent get their exact exit status from
+# its arena's table of reaped children; a table that wrapped while the
+# recorder was stopped (by the program: deterministic) counts each
+# overwritten note and leaves that child's status null, never wrong.
+add_test(NAME bounded_waitnotes
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/waitnotes_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:t_forkreap>)
+set_tests_properties(bounded_waitnotes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                     LABELS "wal;integration")
+
 # The end of a recording whose drain is behind (issue 35): a child that
 # ended before the last drain is read whole, what a process still running
 # had in its rings is counted (unread_at_end), nothing silently. The lag is

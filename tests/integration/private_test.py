@@ -139,7 +139,7 @@ def check_victims(vf, vd):
 # pid_N and at the pid_N names of the children it then starts.
 WAIT = 'read x < "$FIFO"; /bin/true; /bin/true; /bin/true'
 PLANTED_NAMES = ("manifest.json.tmp", "agent.json.tmp", "manifest.json", ".ring_base.tmp",
-                 "reaped_status", "module_1.syms", "module_1.body")
+                 "module_1.syms", "module_1.body")
 PID_LINKS = 2000
 
 

@@ -1,6 +1,6 @@
 # Unit tests of src/ring (arena, SPSC index rings, detail ring, producer).
 if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
-  foreach(t index detail mt env slotwait consumer deadbeat spill prep bell pool shmfit)
+  foreach(t index detail mt env slotwait consumer deadbeat spill prep bell pool shmfit reaped)
     add_executable(test_ring_${t} ${CMAKE_CURRENT_LIST_DIR}/test_ring_${t}.c)
     target_include_directories(test_ring_${t} PRIVATE ${CMOCKA_INCLUDE_DIR})
     target_link_libraries(test_ring_${t} PRIVATE ada_producer ada_ring_internal ${CMOCKA_LIBRARY})

@@ -182,6 +182,14 @@ struct ada_agent_sums {
  * (one pass, no allocation); bounded (4096 functions, 64 names). */
 json_t *ada_exclude_hint_of(json_t *co);
 
+/* The statuses of children reaped by their traced parent (wait_notes.c):
+ * processes finished with their exit status unknown, and the notes of
+ * reaped children overwritten in their reaper's table before the
+ * recorder read them, or refused (torn, implausible). */
+struct ada_wait_status_counts {
+	uint64_t unknown, overwritten, refused;
+};
+
 struct ada_record_summary {
 	uint64_t events;
 	uint64_t drops;
@@ -221,6 +229,9 @@ struct ada_record_summary {
 	 * recording (finished, or still being read): told, not read (drain.c
 	 * drain_pid_reused, drain_reused_while_read) */
 	uint32_t pid_reused;
+	/* processes whose exit status nothing told, and the notes of reaped
+	 * children lost in their reaper's table (wait_notes.c) */
+	struct ada_wait_status_counts wait_statuses;
 	/* processes whose arena came from the arena pool, and those after the
 	 * first that made theirs anew (a fallback: shm.c wal_shm_pool_admitted) */
 	uint64_t pool_hits, pool_misses;
@@ -412,6 +423,10 @@ struct ada_recorder_live {
 	/* arenas of later processes given the pid of an earlier process of
 	 * the recording: not read, so never counted finished (drain_arena.c) */
 	uint32_t pid_reused_arenas;
+	/* the statuses of children reaped by their traced parent
+	 * (wait_notes.c): processes finished with their status unknown, and
+	 * reapers' notes overwritten before read or refused */
+	struct ada_wait_status_counts wait_statuses;
 	/* the arena pool's hits and misses so far (the summary's) */
 	uint64_t pool_hits, pool_misses;
 	/* the shared-memory ceiling's page: processes untraced or given

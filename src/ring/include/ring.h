@@ -31,6 +31,8 @@
  *     while it was being copied instead of returning it torn.
  *   - Because the ring lives in shared pages, everything a producer
  *     published before it died (SIGKILL included) can still be drained.
+ *   - The control block also holds the table of the children the process
+ *     reaped itself, for the drain (ring_reaped.h).
  *   - Nothing here runs unless called: no constructors, no threads.
  */
 #ifndef ADA_RING_H
@@ -52,7 +54,8 @@
 	      6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;        \
 	      9: the index ring's wait_stat; 10: the crash record's registers; 11: no low          \
 	      watermark; 12: the creator's machine and counter (ada_arena_origin); 13: the         \
-	      other threads at a crash; 14: drop reasons fd_limit and unread_at_end */
+	      other threads at a crash; 14: drop reasons fd_limit and unread_at_end; 15: the       \
+	      table of reaped children */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
