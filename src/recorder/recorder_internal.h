@@ -298,9 +298,8 @@ struct wal_proc {
 	uint32_t dirs_refused;
 	int arena_fd;                      /* -1: none; kept to check the file's size */
 	uint64_t opened_ns, drops_read_ns; /* CLOCK_MONOTONIC */
-	ino_t arena_ino; /* its arena file: a later <pid>.ring is another process's */
-	bool drops_bad;  /* the arena's drop counters were scribbled: frozen */
-	bool arena_bad;  /* the mapping faulted (file truncated): no more reads */
+	ino_t arena_ino;           /* its arena file: a later <pid>.ring is another process's */
+	bool drops_bad, arena_bad; /* drop counters scribbled: frozen; mapping faulted */
 	/* exec_watch.c: the executable last seen, when it changed (0: not
 	 * pending), whether an exec without the agent was told. */
 	bool exe_known, exec_told;
@@ -310,9 +309,8 @@ struct wal_proc {
 	/* key-symbol sets (keysym_sets.c) */
 	struct ada_keysym_region *ks_region; /* NULL until the first publish */
 	uint64_t ks_gen;                     /* the spec generation its set was built from */
-	/* pid_N/'s mtime at the last look, and what its module_<ID>.syms
-	 * were then (names and inodes, hashed): a new thread_K/ or agent.json
-	 * moves the mtime, not the set. */
+	/* pid_N/'s mtime at the last look and its .syms' names and inodes
+	 * then, hashed (a new thread_K/ moves the mtime, not the set). */
 	uint64_t ks_mods_seen_ns, ks_mods_mtime, ks_mods_sig;
 	uint64_t ks_version; /* of its current set; 0: the agent's own */
 	json_t *ks_versions; /* manifest: every version published */
@@ -325,8 +323,7 @@ struct wal_proc {
 	 * count_only): later writes take them from that manifest, never from
 	 * an agent.json a later process given its pid wrote over it. */
 	bool agent_final;
-	/* Its agent.json was added to the recording's agent sums (once). */
-	bool agent_summed;
+	bool agent_summed; /* its agent.json added to the recording's sums (once) */
 	/* Its retired line could not be written (retire.c): it keeps its
 	 * directory, and is not tried again. */
 	bool retire_failed;
