@@ -23,10 +23,8 @@ option to `ada attach` (repeatable), say `--opt=--trigger --opt=crash`.
 (repeatable), say --also "--detail never".
 """
 import argparse
-import atexit
 import http.client
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -34,7 +32,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import session_fs, session_fs_line  # noqa: E402
+from provenance import run_dir, session_fs, session_fs_line  # noqa: E402
 import time
 
 SERVER = r"""
@@ -151,12 +149,7 @@ def main():
     for opts in a.also:
         ada_of["ada " + opts] = (ada, opts.split())
         variants.append("ada " + opts)
-    # Every run's session stays until the end: on an ext4 without a journal
-    # each inode deleted in the last 1-6 minutes slows every new one
-    # (provenance.session_fs), so removing a run's session would slow the
-    # next runs' thread and process starts by the benchmark's own doing.
-    a.work = tempfile.mkdtemp(prefix="ada-bench-", dir=a.work)
-    atexit.register(shutil.rmtree, a.work, True)  # also when a run fails
+    a.work = run_dir(a.work, "ada-bench-")  # every session kept until the end
     fs = session_fs(a.work)
     lat = {v: [] for v in variants}
     cpu = {v: [] for v in variants}
@@ -169,7 +162,6 @@ def main():
             cpu[v].append(s / a.requests)
             rcpu[v].append(r / a.requests)
     load1 = open("/proc/loadavg").read().split()[:3]
-    shutil.rmtree(a.work, ignore_errors=True)
     print(session_fs_line(fs))
     print("load average before / after: %s / %s; %d rounds x %d requests (+%d warm-up), "
           "interleaved" % (" ".join(load0), " ".join(load1), a.rounds, a.requests, a.warmup))

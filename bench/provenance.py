@@ -11,9 +11,11 @@ block group deleted in the last 1-6 minutes (the kernel's
 recently_deleted()), so one process's three new inodes cost 0.01 ms or
 0.5 ms each depending on what was deleted nearby just before: a
 process-creation figure means little without this beside it."""
+import atexit
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -58,23 +60,11 @@ def compiler(build):
 
 
 def _mount_of(path):
-    """(mount point, fstype, source, options) of the mount holding path."""
-    best = None
-    real = os.path.realpath(path)
-    try:
-        with open('/proc/self/mountinfo') as f:
-            for line in f:
-                left, _, right = line.partition(' - ')
-                fields, rfields = left.split(), right.split()
-                if len(fields) < 6 or len(rfields) < 3:
-                    continue
-                mp = fields[4].replace('\\040', ' ')
-                inside = real == mp or real.startswith(mp.rstrip('/') + '/')
-                if inside and (best is None or len(mp) >= len(best[0])):
-                    best = (mp, rfields[0], rfields[1], fields[5] + ',' + rfields[2])
-    except OSError:
-        pass
-    return best
+    """(mount point, fstype, source, options) of the mount holding path
+    (util-linux's findmnt), None when it cannot tell."""
+    out = _run(['findmnt', '-n', '-T', path, '-o', 'TARGET,FSTYPE,SOURCE,OPTIONS'])
+    fields = out.splitlines()[-1].split() if out else []  # the last: the one on top
+    return tuple(fields) if len(fields) == 4 else None
 
 
 def _ext4_journal(source):
@@ -106,6 +96,17 @@ def session_fs(path, probes=20):
     out['new_dir_us_median'] = round(statistics.median(times), 1)
     out['new_dir_us_max'] = round(max(times), 1)
     return out
+
+
+def run_dir(base, prefix):
+    """A directory under base for a benchmark's sessions, removed at exit
+    (also when a run fails) and not before: on an ext4 without a journal
+    each inode deleted in the last 1-6 minutes slows every new one, so
+    removing a run's session right after it would slow the next runs'
+    thread and process starts by the benchmark's own doing."""
+    d = tempfile.mkdtemp(prefix=prefix, dir=base)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def session_fs_line(fs):

@@ -21,7 +21,6 @@ on a machine as quiet as you can get, and quote the load average it prints.
 before a change) recording the same program, in the same rotation.
 """
 import argparse
-import atexit
 import os
 import shutil
 import statistics
@@ -30,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import session_fs, session_fs_line  # noqa: E402
+from provenance import run_dir, session_fs, session_fs_line  # noqa: E402
 
 
 def run_variant(variant, prog, mode, n, ada, work, ada_before=None):
@@ -79,12 +78,7 @@ def main():
         variants.append("uftrace")
     else:
         print("uftrace: not installed (or %s not built): not measured" % pfe)
-    # Every run's session stays until the end: on an ext4 without a journal
-    # each inode deleted in the last 1-6 minutes slows every new one
-    # (provenance.session_fs), so removing a run's session would slow the
-    # next runs' thread and process starts by the benchmark's own doing.
-    a.work = tempfile.mkdtemp(prefix="ada-bench-", dir=a.work)
-    atexit.register(shutil.rmtree, a.work, True)  # also when a run fails
+    a.work = run_dir(a.work, "ada-bench-")  # every session kept until the end
     fs = session_fs(a.work)
     samples = {(v, m): [] for v in variants for m in ("start", "serve")}
     firsts = {(v, m): [] for v in variants for m in ("start", "serve")}
@@ -97,7 +91,6 @@ def main():
                 samples[(v, mode)].extend(s[1:])
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    shutil.rmtree(a.work, ignore_errors=True)
     print(session_fs_line(fs))
     print("load average after the run: %s; %d rounds x %d threads, interleaved" % (
         load, a.rounds, a.threads))

@@ -332,19 +332,12 @@ static json_t *man_spares(const struct ada_recorder *r)
 {
 	struct wal_spares_counts c;
 	wal_spares_counts(r->spares, &c);
-	json_t *o = json_object();
-	json_object_set_new(o, "enabled", json_boolean(r->spares != NULL));
-	json_object_set_new(o, "made", json_integer((json_int_t)c.made));
-	json_object_set_new(o, "used", json_integer((json_int_t)c.used));
-	json_object_set_new(o, "none_ready", json_integer((json_int_t)c.empty));
-	json_object_set_new(o, "name_taken", json_integer((json_int_t)c.taken_names));
-	json_object_set_new(o, "move_failed", json_integer((json_int_t)c.move_failed));
-	json_object_set_new(o, "move_error",
-	                    c.move_err ? json_string(strerror(-c.move_err)) : json_null());
-	json_object_set_new(o, "make_failed", json_integer((json_int_t)c.make_failed));
-	json_object_set_new(o, "make_error",
-	                    c.make_err ? json_string(strerror(-c.make_err)) : json_null());
-	return o;
+	return json_pack(
+	    "{s:b, s:I, s:I, s:I, s:I, s:I, s:s?, s:I, s:s?}", "enabled", r->spares != NULL, "made",
+	    (json_int_t)c.made, "used", (json_int_t)c.used, "none_ready", (json_int_t)c.empty,
+	    "name_taken", (json_int_t)c.taken_names, "move_failed", (json_int_t)c.move_failed,
+	    "move_error", c.move_err ? strerror(-c.move_err) : NULL, "make_failed",
+	    (json_int_t)c.make_failed, "make_error", c.make_err ? strerror(-c.make_err) : NULL);
 }
 
 static json_t *man_wal(const struct ada_recorder *r)

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
+#include "test_arena.h"
 
 #define RING 1024
 #define EVENTS (3 * RING)
@@ -41,19 +42,12 @@ static void run_thread(void)
 static void test_dead_drain_once(void **state)
 {
 	(void)state;
-	char path[] = "/dev/shm/ada-test-deadbeat-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	unlink(path);
 	struct ada_arena_config cfg;
 	ada_arena_config_default(&cfg);
 	cfg.max_threads = 4;
 	cfg.index_events = RING;
 	cfg.overflow = ADA_OVERFLOW_WAIT;
-	struct ada_arena *a = NULL;
-	assert_int_equal(ada_arena_create(path, &cfg, &a, NULL), 0);
-	unlink(path); /* a killed run leaves nothing in /dev/shm */
+	struct ada_arena *a = test_arena_new(&cfg);
 	ada_producer_set_arena(a);
 
 	ada_producer_set_drain_timeout_ms(50);
@@ -75,19 +69,12 @@ static void test_dead_drain_once(void **state)
 static void test_drop_wait_marked(void **state)
 {
 	(void)state;
-	char path[] = "/dev/shm/ada-test-deadbeat-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	unlink(path);
 	struct ada_arena_config cfg;
 	ada_arena_config_default(&cfg);
 	cfg.max_threads = 2;
 	cfg.index_events = 64;
 	cfg.overflow = ADA_OVERFLOW_WAIT;
-	struct ada_arena *a = NULL;
-	assert_int_equal(ada_arena_create(path, &cfg, &a, NULL), 0);
-	unlink(path);
+	struct ada_arena *a = test_arena_new(&cfg);
 	ada_producer_reset_thread();
 	ada_producer_set_arena(a);
 	ada_producer_set_drain_timeout_ms(20);

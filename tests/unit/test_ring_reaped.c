@@ -20,22 +20,15 @@
 #include <cmocka.h>
 
 #include "ring_internal.h"
+#include "test_arena.h"
 
 static struct ada_arena *reaped_arena(void)
 {
-	char path[] = "/dev/shm/ada-test-reaped-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	unlink(path);
 	struct ada_arena_config cfg;
 	ada_arena_config_default(&cfg);
 	cfg.max_threads = 1;
 	cfg.index_events = 1024;
-	struct ada_arena *a = NULL;
-	assert_int_equal(ada_arena_create(path, &cfg, &a, NULL), 0);
-	unlink(path);
-	return a;
+	return test_arena_new(&cfg);
 }
 
 /* The wait status of a child that exited with code. */

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
+#include "test_arena.h"
 
 #define THREADS 8
 #define EVENTS 100
@@ -66,19 +67,12 @@ static void *drain_main(void *arg)
 static void test_wait_for_slot(void **state)
 {
 	(void)state;
-	char path[] = "/dev/shm/ada-test-slotwait-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	unlink(path);
 	struct ada_arena_config cfg;
 	ada_arena_config_default(&cfg);
 	cfg.max_threads = 2;
 	cfg.index_events = 1024;
 	cfg.overflow = ADA_OVERFLOW_WAIT;
-	struct ada_arena *a = NULL;
-	assert_int_equal(ada_arena_create(path, &cfg, &a, NULL), 0);
-	unlink(path); /* the mapping is all we need: a killed run leaves nothing in /dev/shm */
+	struct ada_arena *a = test_arena_new(&cfg);
 	ada_producer_set_arena(a);
 
 	pthread_t drain;
