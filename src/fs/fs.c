@@ -96,10 +96,14 @@ int ada_fs_create(int dirfd, const char *name, int flags, int *out)
 	return 0;
 }
 
+/* A forked child's arena gets its temporary name here: beside the rest of
+ * the child's set-up in the agent's text (ring.h, ADA_FORK_PATH). */
+#define FS_FORK_PATH __attribute__((section(".text.hot.ada_fork")))
+
 /* 64 unpredictable bits: the kernel's pool, or -- should getrandom be
  * unavailable (old kernel, seccomp) -- a mix of clocks, pid and a counter.
  * O_EXCL keeps the fallback safe; it only makes a name easier to guess. */
-static uint64_t fs_random64(void)
+FS_FORK_PATH static uint64_t fs_random64(void)
 {
 	uint64_t v;
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
@@ -115,10 +119,24 @@ static uint64_t fs_random64(void)
 	return v;
 }
 
-int ada_fs_tmp_name(const char *name, char *tmp, size_t cap)
+/* name ".tmp." and 16 hex digits, by hand: no snprintf, whose code,
+ * tables and stack a forked child would fault in for this one name. */
+FS_FORK_PATH int ada_fs_tmp_name(const char *name, char *tmp, size_t cap)
 {
-	int n = snprintf(tmp, cap, "%s.tmp.%016llx", name, (unsigned long long)fs_random64());
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	static const char mid[] = ".tmp.";
+	size_t n = strlen(name);
+	if (n + sizeof(mid) - 1 + 16 >= cap)
+		return -ENAMETOOLONG;
+	memcpy(tmp, name, n);
+	memcpy(tmp + n, mid, sizeof(mid) - 1);
+	n += sizeof(mid) - 1;
+	uint64_t v = fs_random64();
+	for (int i = 15; i >= 0; i--, v >>= 4) {
+		unsigned d = (unsigned)(v & 15);
+		tmp[n + (size_t)i] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
+	}
+	tmp[n + 16] = '\0';
+	return 0;
 }
 
 int ada_fs_create_tmp(int dirfd, const char *name, int flags, char *tmp, int *out)

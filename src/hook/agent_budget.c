@@ -1037,12 +1037,20 @@ void agent_budget_stop(void)
 	budget.running = false;
 }
 
-void agent_budget_after_fork(void)
+ADA_FORK_PATH void agent_budget_after_fork(void)
 {
+	/* Without either option nothing of the budget's was ever written
+	 * (agent_budget_start, budget_memory_on): reading it would map pages
+	 * the parent never touched, a fault each. */
+	if (!agent.cfg.overhead_budget && !agent.cfg.n_count_only)
+		return;
 	/* The parent's stores are the parent's; its recall made the child's
-	 * patches too, so that stays. */
-	budget.mem.written = budget.mem.write_failed = 0;
-	budget.mem.write_err = 0;
+	 * patches too, so that stays. Stored only when set: a store copies
+	 * the page (a fault) even when it writes what is there. */
+	if (budget.mem.written || budget.mem.write_failed || budget.mem.write_err) {
+		budget.mem.written = budget.mem.write_failed = 0;
+		budget.mem.write_err = 0;
+	}
 	if (!budget.running)
 		return;
 	budget.files_pending = false; /* the parent's moves are the parent's to write */

@@ -55,6 +55,7 @@
 			hook_arch_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);                     \
 	} while (0)
 #include "countreg_internal.h"
+#include "ring.h"
 
 __thread struct agent_count_tls agent_count_tls __attribute__((tls_model("initial-exec")));
 
@@ -127,7 +128,7 @@ static bool count_gs_set(uint64_t *n)
 #endif
 
 /* Whether any function may be count-only (threads need counters). */
-static bool count_wanted(void)
+ADA_FORK_PATH static bool count_wanted(void)
 {
 	return agent.cfg.n_count_only || agent.cfg.overhead_budget;
 }
@@ -222,9 +223,14 @@ void agent_count_thread_exit(void)
 	}
 }
 
-void agent_count_after_fork(void)
+ADA_FORK_PATH void agent_count_after_fork(void)
 {
-	count_final_done = count_exiting = false;
+	/* Stored only when set: a store copies the page (a fault) even
+	 * when it writes what is there. */
+	if (count_final_done)
+		count_final_done = false;
+	if (count_exiting)
+		count_exiting = false;
 	/* Without count-only functions no thread registered and nothing was
 	 * counted: even reading the tables (36 KiB the parent never touched)
 	 * would fault their pages in, in every forked child. */
@@ -362,7 +368,7 @@ const char *agent_count_fn_name(uint64_t fn_id)
 	return "";
 }
 
-bool agent_count_any(void)
+ADA_FORK_PATH bool agent_count_any(void)
 {
 	/* Relaxed: read under agent.lock, as it is written. */
 	return atomic_load_explicit(&count_used, memory_order_relaxed) || count_over ||

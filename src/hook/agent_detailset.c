@@ -76,7 +76,20 @@ static const struct agent_dset install_dset_every = {.all = 1};
 
 static const _Atomic uint64_t install_ks_local = ADA_KEYSYM_CUR_LOCAL;
 
-void agent_keysym_attach(void)
+/* Registers the process for the recorder's expedited membarrier, once:
+ * the registration belongs to the address space, which a forked child
+ * inherits with it (only exec clears it, and exec starts this image's
+ * statics afresh), so a child of a registered process asks nothing. */
+ADA_FORK_PATH static bool install_membarrier_registered(void)
+{
+	static bool registered;
+	if (!registered)
+		registered =
+		    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+	return registered;
+}
+
+ADA_FORK_PATH void agent_keysym_attach(void)
 {
 	struct ada_arena *a = ada_producer_arena();
 	uint64_t bytes = 0;
@@ -90,7 +103,7 @@ void agent_keysym_attach(void)
 	 * huge pages of another size) is told, not fatal. */
 	if (mprotect(area, bytes, PROT_READ) != 0)
 		ada_arena_set_flags(a, ADA_ARENA_F_KEYSYM_RW);
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0)
+	if (install_membarrier_registered())
 		ada_arena_set_flags(a, ADA_ARENA_F_MEMBARRIER);
 	agent_hot.ks_area = area;
 	agent_hot.ks_mask = bytes - 1;

@@ -63,7 +63,7 @@ static void process_parent(void)
 }
 
 /* --no-follow: the child and whatever it execs record nothing. */
-static void process_child_unfollow(void)
+ADA_FORK_PATH static void process_child_unfollow(void)
 {
 	agent_hot.active = 0;
 	agent_guard_enter(); /* for good: the hook handlers' fast path tests only the guard */
@@ -77,7 +77,7 @@ static void process_child_unfollow(void)
 	unsetenv("ADA_PLAN_CACHE");
 }
 
-static void process_child(void)
+ADA_FORK_PATH static void process_child(void)
 {
 	pthread_mutex_init(&agent.lock, NULL);
 	agent_shadow_after_fork();

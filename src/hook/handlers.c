@@ -923,13 +923,13 @@ void agent_special_run(enum agent_special kind, uint64_t *ret_slot)
 /* The count blocks test agent_count_tls.gate: 2 a level keeps the agent's
  * own calls of count-only functions out of the counts, as the guard keeps
  * them out of the events. */
-void agent_guard_enter(void)
+ADA_FORK_PATH void agent_guard_enter(void)
 {
 	ada_shadow_tls.guard++;
 	agent_count_tls.gate += 2;
 }
 
-void agent_guard_leave(void)
+ADA_FORK_PATH void agent_guard_leave(void)
 {
 	ada_shadow_tls.guard--;
 	agent_count_tls.gate -= 2;
@@ -949,7 +949,7 @@ void agent_untraced_fork_prepare(void)
 	handlers_fork_suppressed = ada_shadow_tls.suppressed;
 }
 
-void agent_shadow_after_fork(void)
+ADA_FORK_PATH void agent_shadow_after_fork(void)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
 	s->inherited = s->top;

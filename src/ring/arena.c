@@ -47,7 +47,7 @@ static bool arena_shmem_thp_read(void)
 
 /* arena_shmem_thp_read(), once per process and its forked children
  * (relaxed: any thread may read the file again, with the same answer). */
-static bool arena_shmem_thp(void)
+ADA_FORK_PATH static bool arena_shmem_thp(void)
 {
 	static _Atomic int known; /* 0: not read yet; 1: no; 2: yes */
 	int k = atomic_load_explicit(&known, memory_order_relaxed);
@@ -58,21 +58,23 @@ static bool arena_shmem_thp(void)
 	return k == 2;
 }
 
-/* Huge pages, when the file system and the kernel's settings give them;
- * returns the ADA_ARENA_F_* page flag that says which we got (0: 4 KiB). */
-static uint32_t arena_huge_pages(int fd, void *base, uint64_t size)
+void ring_arena_fork_prepare(void)
 {
-	struct statfs fs;
-	if (fstatfs(fd, &fs) != 0)
-		return 0;
-	if (fs.f_type == HUGETLBFS_MAGIC)
+	arena_shmem_thp();
+}
+
+/* Huge pages, when the file system and the kernel's settings give them;
+ * returns the ADA_ARENA_F_* page flag that says which we got (0: 4 KiB).
+ * fs is the file's fstatfs (ring_arena_fs). */
+ADA_FORK_PATH static uint32_t arena_huge_pages(const struct ring_fs *fs, void *base, uint64_t size)
+{
+	if (fs->type == HUGETLBFS_MAGIC)
 		return ADA_ARENA_F_HUGETLB;
 #ifdef MADV_HUGEPAGE
 	/* madvise succeeds on tmpfs whatever shmem_enabled says, so ask it
 	 * too; other file systems (ext4 ...) do not back shared writable
 	 * file mappings with huge pages. */
-	if (fs.f_type == TMPFS_MAGIC && arena_shmem_thp() &&
-	    madvise(base, size, MADV_HUGEPAGE) == 0)
+	if (fs->type == TMPFS_MAGIC && arena_shmem_thp() && madvise(base, size, MADV_HUGEPAGE) == 0)
 		return ADA_ARENA_F_THP;
 #else
 	(void)base;
@@ -81,19 +83,33 @@ static uint32_t arena_huge_pages(int fd, void *base, uint64_t size)
 	return 0;
 }
 
-/* hugetlbfs wants sizes in whole huge pages. */
-uint64_t ring_arena_file_size(int fd, uint64_t size)
+ADA_FORK_PATH void ring_arena_fs(int fd, struct ring_fs *fs)
 {
-	struct statfs fs;
-	if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC && fs.f_bsize > 0) {
-		uint64_t hp = (uint64_t)fs.f_bsize;
-		return (size + hp - 1) / hp * hp;
+	struct statfs st;
+	*fs = (struct ring_fs){0, 0};
+	if (fstatfs(fd, &st) == 0) {
+		fs->type = (uint64_t)st.f_type;
+		fs->bsize = st.f_bsize > 0 ? (uint64_t)st.f_bsize : 0;
 	}
+}
+
+ADA_FORK_PATH uint64_t ring_fs_file_size(const struct ring_fs *fs, uint64_t size)
+{
+	if (fs->type == HUGETLBFS_MAGIC && fs->bsize > 0)
+		return (size + fs->bsize - 1) / fs->bsize * fs->bsize;
 	return size;
 }
 
+/* hugetlbfs wants sizes in whole huge pages. */
+uint64_t ring_arena_file_size(int fd, uint64_t size)
+{
+	struct ring_fs fs;
+	ring_arena_fs(fd, &fs);
+	return ring_fs_file_size(&fs, size);
+}
+
 /* Allocates every page now so the hot path never takes a page fault. */
-static void arena_prefault(uint8_t *base, uint64_t size)
+ADA_FORK_PATH static void arena_prefault(uint8_t *base, uint64_t size)
 {
 #ifdef MADV_POPULATE_WRITE
 	if (madvise(base, size, MADV_POPULATE_WRITE) == 0)
@@ -104,7 +120,7 @@ static void arena_prefault(uint8_t *base, uint64_t size)
 		base[off] = 0;
 }
 
-static int arena_map(int fd, uint64_t size, bool populate, struct ada_arena **out)
+ADA_FORK_PATH static int arena_map(int fd, uint64_t size, bool populate, struct ada_arena **out)
 {
 	struct ada_arena *a = calloc(1, sizeof(*a));
 	if (!a)
@@ -123,7 +139,7 @@ static int arena_map(int fd, uint64_t size, bool populate, struct ada_arena **ou
 	return 0;
 }
 
-uint32_t ada_arena_native_machine(void)
+ADA_FORK_PATH uint32_t ada_arena_native_machine(void)
 {
 #if defined(__aarch64__)
 	return EM_AARCH64;
@@ -135,7 +151,7 @@ uint32_t ada_arena_native_machine(void)
 /* The counter and CLOCK_BOOTTIME read side by side: the tightest of a few
  * brackets (the counter read on both sides of the clock), as the drain's
  * own samples (ada_tsc_sample_pair). */
-static void arena_init_origin(struct ada_arena_control *c)
+ADA_FORK_PATH static void arena_init_origin(struct ada_arena_control *c)
 {
 	c->machine = ada_arena_native_machine();
 	c->counter_hz = ada_counter_hz();
@@ -153,8 +169,8 @@ static void arena_init_origin(struct ada_arena_control *c)
 	}
 }
 
-static void arena_init_control(struct ada_arena *a, const struct ada_arena_config *cfg,
-                               uint32_t start_time)
+ADA_FORK_PATH static void
+arena_init_control(struct ada_arena *a, const struct ada_arena_config *cfg, uint32_t start_time)
 {
 	struct ada_arena_control *c = a->ctl;
 	c->version = ADA_ARENA_VERSION;
@@ -181,7 +197,7 @@ static void arena_init_control(struct ada_arena *a, const struct ada_arena_confi
 
 /* Locks [off, off+len) when mlock is allowed; a refusal is recorded in the
  * shared flags so the recorder's manifest says so. */
-static bool arena_lock_range(struct ada_arena *a, uint64_t off, uint64_t len)
+ADA_FORK_PATH static bool arena_lock_range(struct ada_arena *a, uint64_t off, uint64_t len)
 {
 	if (mlock(a->base + off, len) == 0)
 		return true;
@@ -193,7 +209,7 @@ static bool arena_lock_range(struct ada_arena *a, uint64_t off, uint64_t len)
  * at once. Slot regions are populated and locked when a thread claims one
  * (ring_slot_populate), so an arena sized for 64 threads costs a process
  * with two threads only two rings' worth of pages and start-up time. */
-void ring_arena_lock(struct ada_arena *a, bool *mlock_failed)
+ADA_FORK_PATH void ring_arena_lock(struct ada_arena *a, bool *mlock_failed)
 {
 	a->mlocked = arena_lock_range(a, 0, a->geo.desc_lock_end);
 	if (mlock_failed)
@@ -228,7 +244,8 @@ static int arena_spill_reserve(struct ada_arena *a, uint32_t slot)
  * maps a page the first write must fault on again, and arenas populated
  * with reads there lost detail records (test_wal_detail's windows, its
  * arenas in /tmp). */
-static int arena_madvise_range(struct ada_arena *a, uint64_t start, uint64_t end, bool read)
+ADA_FORK_PATH static int arena_madvise_range(struct ada_arena *a, uint64_t start, uint64_t end,
+                                             bool read)
 {
 #if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
 	int advice = read ? MADV_POPULATE_READ : MADV_POPULATE_WRITE;
@@ -254,9 +271,14 @@ static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t en
  * of them at a fault (fault-around) and writable (no write notification
  * on a shared mapping of tmpfs); elsewhere with writes (a read would map
  * a page the first write must fault on again). 0 or -errno. */
-static int arena_map_range(struct ada_arena *a, uint64_t start, uint64_t end)
+ADA_FORK_PATH static int arena_map_range(struct ada_arena *a, uint64_t start, uint64_t end)
 {
 	return arena_madvise_range(a, start, end, a->map_read);
+}
+
+ADA_FORK_PATH int ring_map_pages(struct ada_arena *a, uint64_t start, uint64_t end)
+{
+	return arena_map_range(a, start, end);
 }
 
 /* The page-aligned byte range of slot's region in the mapping. */
@@ -360,8 +382,11 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 	arena_slot_range(a, slot, &start, &end);
 	/* Fails with ENOMEM when /dev/shm is full: better a counted drop now
 	 * than a SIGBUS in a hooked function later. The reservation stays
-	 * (the pages the call did get stay too); a later claim retries. */
-	int rc = lazy ? arena_populate_headers(a, slot) : arena_populate_range(a, start, end);
+	 * (the pages the call did get stay too); a later claim retries.
+	 * Slot 0's headers of a recycled arena: ring_pool_fresh mapped them. */
+	int rc = !lazy                          ? arena_populate_range(a, start, end)
+	         : slot == 0 && a->slot0_mapped ? 0
+	                                        : arena_populate_headers(a, slot);
 	if (rc != 0) {
 		atomic_store_explicit(&d->populated, RING_POP_RESERVED, memory_order_relaxed);
 		return rc;
@@ -468,21 +493,26 @@ int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struc
 	return ring_arena_create(path, cfg, 0, out, mlock_failed);
 }
 
-int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint32_t start_time,
-                      struct ada_arena **out, bool *mlock_failed)
+ADA_FORK_PATH int ring_arena_create(const char *path, const struct ada_arena_config *cfg,
+                                    uint32_t start_time, struct ada_arena **out, bool *mlock_failed)
 {
 	struct ring_geometry geo;
 	if (!path || !out || ring_geometry(cfg, &geo) != 0)
 		return -EINVAL;
 	/* A finished process's file from the pool (pool.c), its ring pages
-	 * there already; else a new one. */
-	int fd = ring_pool_take(path, geo.total);
+	 * there already; else a new one. One fstatfs either way (fs). */
+	struct ring_fs fs;
+	uint64_t ino = 0;
+	int fd = ring_pool_take(path, geo.total, &fs, &ino);
 	uint32_t recycled = fd >= 0 ? ADA_ARENA_F_RECYCLED : 0;
-	if (fd < 0)
+	if (fd < 0) {
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			ring_arena_fs(fd, &fs);
+	}
 	if (fd < 0)
 		return -errno;
-	uint64_t fsize = ring_arena_file_size(fd, geo.total);
+	uint64_t fsize = ring_fs_file_size(&fs, geo.total);
 	/* Sparse: slot regions get their pages when a thread claims them. */
 	int err = recycled || ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
 	if (err)
@@ -494,6 +524,10 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 	a->geo = geo;
 	a->cfg = *cfg;
 	a->nslots = cfg->max_threads + cfg->spill_threads;
+	a->map_read = fs.type == TMPFS_MAGIC;
+	a->populate_read = recycled && a->map_read;
+	a->file_ino = ino;
+	uint32_t pages = arena_huge_pages(&fs, a->base, fsize);
 	if (recycled && !ring_pool_fresh(a)) {
 		/* Not scrubbed for this layout (or not by a recorder at all):
 		 * a new file instead. Each such take used up a pool name. */
@@ -502,11 +536,9 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 		unlink(path);
 		return ring_arena_create(path, cfg, start_time, out, mlock_failed);
 	}
-	struct statfs fs;
-	a->map_read = fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
-	a->populate_read = recycled && a->map_read;
-	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
-	arena_prefault(a->base, geo.desc_lock_end);
+	/* A recycled file on tmpfs: ring_pool_fresh mapped these already. */
+	if (!a->populate_read)
+		arena_prefault(a->base, geo.desc_lock_end);
 	atomic_store_explicit(&a->ctl->flags, pages | recycled, memory_order_relaxed);
 	ring_arena_lock(a, mlock_failed);
 	arena_init_control(a, cfg, start_time);
@@ -624,7 +656,7 @@ int ada_arena_open(const char *path, struct ada_arena **out)
 	return err;
 }
 
-void ada_arena_close(struct ada_arena *a)
+ADA_FORK_PATH void ada_arena_close(struct ada_arena *a)
 {
 	if (!a)
 		return;
@@ -641,17 +673,17 @@ void ada_arena_mapping(const struct ada_arena *a, const void **base, uint64_t *s
 	*size = a->map_size;
 }
 
-const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a)
+ADA_FORK_PATH const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a)
 {
 	return &a->cfg;
 }
 
-int32_t ada_arena_pid(const struct ada_arena *a)
+ADA_FORK_PATH int32_t ada_arena_pid(const struct ada_arena *a)
 {
 	return a->pid; /* read once at open */
 }
 
-uint32_t ada_arena_start_time(const struct ada_arena *a)
+ADA_FORK_PATH uint32_t ada_arena_start_time(const struct ada_arena *a)
 {
 	return a->start_time; /* read once at open */
 }
@@ -665,7 +697,7 @@ void ada_arena_origin(const struct ada_arena *a, struct ada_arena_origin *out)
 	out->anchor_ns = c->anchor_ns;
 }
 
-bool ada_arena_pid_reused(const struct ada_arena *a)
+ADA_FORK_PATH bool ada_arena_pid_reused(const struct ada_arena *a)
 {
 	return a && a->pid_reused;
 }
@@ -869,7 +901,7 @@ uint64_t ada_arena_spill_bytes_taken(const struct ada_arena *a)
 	return (uint64_t)n * ring_spill_budget_unit(&a->geo);
 }
 
-uint8_t *ada_arena_keysym_area(const struct ada_arena *a, uint64_t *bytes)
+ADA_FORK_PATH uint8_t *ada_arena_keysym_area(const struct ada_arena *a, uint64_t *bytes)
 {
 	uint32_t l = a->cfg.keysym_log2;
 	if (bytes)
@@ -877,12 +909,12 @@ uint8_t *ada_arena_keysym_area(const struct ada_arena *a, uint64_t *bytes)
 	return l ? a->base + a->geo.keysym_offset : NULL;
 }
 
-_Atomic uint64_t *ada_arena_keysym_cur(const struct ada_arena *a)
+ADA_FORK_PATH _Atomic uint64_t *ada_arena_keysym_cur(const struct ada_arena *a)
 {
 	return a->cfg.keysym_log2 ? &a->ctl->keysym_cur : NULL;
 }
 
-void ada_arena_set_flags(struct ada_arena *a, uint32_t flags)
+ADA_FORK_PATH void ada_arena_set_flags(struct ada_arena *a, uint32_t flags)
 {
 	atomic_fetch_or_explicit(&a->ctl->flags, flags, memory_order_relaxed);
 }

@@ -18,7 +18,7 @@ static bool config_pow2(uint64_t v)
 	return v != 0 && (v & (v - 1)) == 0;
 }
 
-void ada_arena_config_default(struct ada_arena_config *cfg)
+ADA_FORK_PATH void ada_arena_config_default(struct ada_arena_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->max_threads = ADA_ARENA_DEFAULT_MAX_THREADS;
@@ -44,7 +44,7 @@ static int config_spill_valid(const struct ada_arena_config *cfg)
 	return 0;
 }
 
-int ada_arena_config_valid(const struct ada_arena_config *cfg)
+ADA_FORK_PATH int ada_arena_config_valid(const struct ada_arena_config *cfg)
 {
 	if (!cfg || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
 		return -EINVAL;
@@ -80,7 +80,7 @@ static uint64_t config_slot_stride(uint64_t events, uint64_t detail_bytes, uint6
 	return RING_ALIGN(*detail_off + sizeof(struct ada_detail_hdr) + detail_bytes);
 }
 
-int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g)
+ADA_FORK_PATH int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g)
 {
 	if (ada_arena_config_valid(cfg) != 0)
 		return -EINVAL;
@@ -118,7 +118,7 @@ uint64_t ada_arena_size_for(const struct ada_arena_config *cfg)
 	return ring_geometry(cfg, &g) == 0 ? g.total : 0;
 }
 
-uint64_t ada_arena_budget_size_for(const struct ada_arena_config *cfg)
+ADA_FORK_PATH uint64_t ada_arena_budget_size_for(const struct ada_arena_config *cfg)
 {
 	struct ring_geometry g;
 	if (ring_geometry(cfg, &g) != 0)
@@ -241,7 +241,7 @@ static int config_pair(struct ada_arena_config *c, const char *k, size_t kn, con
 	return -EINVAL;
 }
 
-int ada_arena_config_parse(const char *buf, size_t len, struct ada_arena_config *cfg)
+ADA_FORK_PATH int ada_arena_config_parse(const char *buf, size_t len, struct ada_arena_config *cfg)
 {
 	struct ada_arena_config c;
 	ada_arena_config_default(&c);

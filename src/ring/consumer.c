@@ -36,10 +36,10 @@
 
 /* Seeds the consumer state of slots [cons_ready, n): the one read of the
  * shared tail we accept as it is -- where a previous consumer (a recorder
- * that died) left it. Slots past the arena's used count are seeded when
- * they first come into use, so the drain never touches the pages of
- * spill slots no thread claimed. */
-static void cons_seed_from(struct ada_arena *a, uint32_t n, bool fresh)
+ * that died) left it; 0 below cons_fresh (the arena was made here). Slots past the arena's used
+ * count are seeded when they first come into use, so the drain never touches the pages of spill
+ * slots no thread claimed. */
+static void cons_seed(struct ada_arena *a, uint32_t n)
 {
 	for (uint32_t s = a->cons_ready; s < n && s < a->nslots; s++) {
 		struct ring_consumer *c = &a->cons[s];
@@ -47,8 +47,8 @@ static void cons_seed_from(struct ada_arena *a, uint32_t n, bool fresh)
 		 * in (allocate) a page of its ring: every traced process's
 		 * arena has max_threads of them. A target that claims otherwise
 		 * is caught by the head check (the shared tail must be ours). */
-		bool unclaimed =
-		    fresh || !atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed);
+		bool unclaimed = s < a->cons_fresh ||
+		                 !atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed);
 		c->tail = unclaimed ? 0
 		                    : atomic_load_explicit(&ring_index_hdr(a, s)->tail,
 		                                           memory_order_relaxed);
@@ -58,9 +58,19 @@ static void cons_seed_from(struct ada_arena *a, uint32_t n, bool fresh)
 	}
 }
 
-static void cons_seed(struct ada_arena *a, uint32_t n)
+/* A forked child's consumer entries of its parent's arena (advised
+ * MADV_WIPEONFORK before the fork: zero pages here, as a new mapping's),
+ * kept by ring_consumers_keep for the child's own arena: no munmap and
+ * mmap of the same size. Set-up path only (the child's one thread). */
+static struct {
+	void *m;
+	size_t bytes;
+} cons_spare;
+
+ADA_FORK_PATH static size_t cons_bytes(const struct ada_arena *a)
 {
-	cons_seed_from(a, n, false);
+	size_t bytes = (size_t)a->nslots * sizeof(*a->cons);
+	return bytes ? bytes : 1;
 }
 
 /* fresh: the arena was just made here, so every shared tail is 0 and
@@ -71,11 +81,17 @@ static void cons_seed(struct ada_arena *a, uint32_t n)
  * memset of an entry per slot -- a MiB at the default sizes, which
  * malloc hands out from the heap (and clears) once it saw a free of that
  * size, as the child's own close of its parent's arena is. */
-int ring_consumers_init(struct ada_arena *a, bool fresh)
+ADA_FORK_PATH int ring_consumers_init(struct ada_arena *a, bool fresh)
 {
-	size_t bytes = (size_t)a->nslots * sizeof(*a->cons);
-	void *m = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-	               -1, 0);
+	size_t bytes = cons_bytes(a);
+	void *m = cons_spare.bytes == bytes ? cons_spare.m : NULL;
+	a->cons_wiped = m != NULL; /* advised already: the flag stays with the mapping */
+	if (!m) {
+		ring_consumers_drop_spare();
+		m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	cons_spare.m = NULL;
+	cons_spare.bytes = 0;
 	if (m == MAP_FAILED)
 		return -ENOMEM;
 	a->cons = m;
@@ -83,15 +99,49 @@ int ring_consumers_init(struct ada_arena *a, bool fresh)
 	a->hw_seen = 0;
 	uint32_t used = ring_slots_used(a);
 	a->hw_seen = used;
-	cons_seed_from(a, used, fresh);
+	/* Made here: seeded when first looked at, as it would be now (tail
+	 * 0), so that a process that only produces (a forked child) writes
+	 * none of the entries' pages. An entry not seeded is never read as
+	 * seeded: every reader seeds it, or stops at cons_ready. */
+	if (fresh)
+		a->cons_fresh = used;
+	else
+		cons_seed(a, used);
 	return 0;
 }
 
-void ring_consumers_free(struct ada_arena *a)
+ADA_FORK_PATH void ring_consumers_free(struct ada_arena *a)
 {
 	if (a->cons)
-		munmap(a->cons, a->nslots ? (size_t)a->nslots * sizeof(*a->cons) : 1);
+		munmap(a->cons, cons_bytes(a));
 	a->cons = NULL;
+}
+
+bool ring_consumers_wipe_on_fork(struct ada_arena *a)
+{
+#ifdef MADV_WIPEONFORK
+	if (!a->cons_wiped && a->cons)
+		a->cons_wiped = madvise(a->cons, cons_bytes(a), MADV_WIPEONFORK) == 0;
+#endif
+	return a->cons_wiped;
+}
+
+ADA_FORK_PATH void ring_consumers_keep(struct ada_arena *a)
+{
+	if (!a->cons || !a->cons_wiped)
+		return;
+	ring_consumers_drop_spare();
+	cons_spare.m = a->cons;
+	cons_spare.bytes = cons_bytes(a);
+	a->cons = NULL;
+}
+
+ADA_FORK_PATH void ring_consumers_drop_spare(void)
+{
+	if (cons_spare.m)
+		munmap(cons_spare.m, cons_spare.bytes);
+	cons_spare.m = NULL;
+	cons_spare.bytes = 0;
 }
 
 uint32_t ada_arena_slots_used(struct ada_arena *a)

@@ -53,7 +53,7 @@
 #include "fs.h"
 #include "ring_internal.h"
 
-static int env_config(const char *txt, struct ada_arena_config *cfg)
+ADA_FORK_PATH static int env_config(const char *txt, struct ada_arena_config *cfg)
 {
 	if (!txt || !*txt) {
 		ada_arena_config_default(cfg);
@@ -70,7 +70,7 @@ static __thread uint64_t env_fork_ns __attribute__((tls_model("initial-exec")));
  * touches no page of sysconf's. Relaxed: every thread stores the same value. */
 static _Atomic long env_fork_hz;
 
-static uint64_t env_boottime_ns(void)
+ADA_FORK_PATH static uint64_t env_boottime_ns(void)
 {
 	struct timespec ts;
 	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
@@ -80,12 +80,19 @@ static uint64_t env_boottime_ns(void)
 
 void ada_producer_fork_prepare(void)
 {
+	/* The child's own arena takes its consumer entries as they come to
+	 * it (ring_consumers_keep); a refusal leaves it to map new ones. */
+	struct ada_arena *a = ada_producer_arena();
+	if (a)
+		ring_consumers_wipe_on_fork(a);
+	ring_arena_fork_prepare();
 	if (!atomic_load_explicit(&env_fork_hz, memory_order_relaxed))
 		atomic_store_explicit(&env_fork_hz, sysconf(_SC_CLK_TCK), memory_order_relaxed);
 	env_fork_ns = env_boottime_ns();
 }
 
-bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz, uint64_t *ticks)
+ADA_FORK_PATH bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz,
+                                            uint64_t *ticks)
 {
 	if (hz <= 0 || 1000000000 % hz != 0 || !before_ns || before_ns > after_ns)
 		return false;
@@ -102,7 +109,7 @@ bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz, ui
  * shows it in clock ticks, rounded down; the fork's prepare handler read
  * the same clock before and we read it now, after, so when both readings
  * fall in one tick, that tick is the start time. */
-static bool env_fork_start_ticks(uint64_t *ticks)
+ADA_FORK_PATH static bool env_fork_start_ticks(uint64_t *ticks)
 {
 	uint64_t before = env_fork_ns;
 	env_fork_ns = 0;
@@ -111,7 +118,7 @@ static bool env_fork_start_ticks(uint64_t *ticks)
 }
 
 /* Our start time (clock ticks since boot), 0 when /proc cannot tell. */
-static uint64_t env_start_ticks(bool forked)
+ADA_FORK_PATH static uint64_t env_start_ticks(bool forked)
 {
 	uint64_t ticks;
 	if (forked && env_fork_start_ticks(&ticks))
@@ -194,8 +201,8 @@ struct env_inherit {
  * (it has not called exec), only an earlier process's of the same pid
  * that the recorder has not finished, so it takes the reused-pid name
  * mine instead (*reused). -EINVAL: the file system cannot say. */
-static int env_publish(const char *tmp, const char *ring, const char *mine, bool forked,
-                       bool *reused)
+ADA_FORK_PATH static int env_publish(const char *tmp, const char *ring, const char *mine,
+                                     bool forked, bool *reused)
 {
 	if (!forked)
 		return rename(tmp, ring) == 0 ? 0 : -errno;
@@ -216,10 +223,11 @@ static int env_publish(const char *tmp, const char *ring, const char *mine, bool
  * once the name is published: a recording that ended meanwhile
  * (ada_shm_budget_end) may have cleared the directory already, so the
  * name is removed again (-ESRCH) rather than left for no one to remove. */
-static int env_create(const char *tmp, const char *ring, const char *mine,
-                      const struct ada_arena_config *cfg, uint32_t flags, uint32_t start,
-                      bool forked, const struct ada_shm_budget *budget, bool *reused,
-                      struct ada_arena **out)
+ADA_FORK_PATH static int env_create(const char *tmp, const char *ring, const char *mine,
+                                    const struct ada_arena_config *cfg, uint32_t flags,
+                                    uint32_t start, bool forked,
+                                    const struct ada_shm_budget *budget, bool *reused,
+                                    struct ada_arena **out)
 {
 	int err = ring_arena_create(tmp, cfg, start, out, NULL); /* O_EXCL */
 	if (err)
@@ -255,7 +263,7 @@ bool ada_producer_refused(void)
 /* Test hook (test_ring_env fs_quota_counted): ADA_TEST_ARENA_ERRNO=N makes
  * the step after the reservation, where the file is made, fail with -N,
  * as a file system's quota (EDQUOT) would; no quota mount is needed. */
-static int env_test_errno(void)
+ADA_FORK_PATH static int env_test_errno(void)
 {
 	const char *v = secure_getenv("ADA_TEST_ARENA_ERRNO");
 	int n = v ? atoi(v) : 0;
@@ -268,9 +276,10 @@ static int env_test_errno(void)
  * the process runs untraced (env_refused). Its spill slots count one by
  * one as threads first claim them. -ESRCH: the recording ended, untraced
  * too. Any error after the reservation is the file system's. */
-static int env_create_reserved(const char *dir, const char *ring, const char *mine,
-                               const struct ada_arena_config *cfg, uint32_t start,
-                               const struct env_inherit *inh, bool *reused, struct ada_arena **out)
+ADA_FORK_PATH static int env_create_reserved(const char *dir, const char *ring, const char *mine,
+                                             const struct ada_arena_config *cfg, uint32_t start,
+                                             const struct env_inherit *inh, bool *reused,
+                                             struct ada_arena **out)
 {
 	char tmp[PATH_MAX];
 	if (ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
@@ -301,7 +310,7 @@ static int env_create_reserved(const char *dir, const char *ring, const char *mi
 
 /* In a forked child the inherited arena is the parent's: never write it
  * (its budget mapping and recorder identity are kept in *inh). */
-static bool env_forget_parent(struct env_inherit *inh)
+ADA_FORK_PATH static bool env_forget_parent(struct env_inherit *inh)
 {
 	struct ada_arena *old = ada_producer_arena();
 	if (!old)
@@ -312,17 +321,20 @@ static bool env_forget_parent(struct env_inherit *inh)
 	ada_producer_set_arena(NULL);
 	inh->forked = true;
 	inh->budget = old->budget;
+	ring_budget_map(inh->budget);
 	inh->rec_pid = old->rec_pid;
 	inh->rec_start = old->rec_start;
 	old->budget = NULL; /* ours now */
+	ring_consumers_keep(old);
 	ada_arena_close(old);
 	return false;
 }
 
 /* A forked child's arena: always a new one (see env_publish). */
-static int env_open_forked(const char *dir, const char *ring, const char *mine,
-                           const struct ada_arena_config *cfg, uint32_t start,
-                           const struct env_inherit *inh, bool *reused, struct ada_arena **out)
+ADA_FORK_PATH static int env_open_forked(const char *dir, const char *ring, const char *mine,
+                                         const struct ada_arena_config *cfg, uint32_t start,
+                                         const struct env_inherit *inh, bool *reused,
+                                         struct ada_arena **out)
 {
 	int err = env_create_reserved(dir, ring, start ? mine : NULL, cfg, start, inh, reused, out);
 	if (err == -EEXIST)
@@ -359,10 +371,13 @@ static int env_open_started(const char *dir, const char *ring, const char *mine,
 /* The name a's file was published under and its inode, for the wait for
  * ring space (producer.c): gone already (a recorder that refused it at
  * once) is ino 0. Unknown (no memory, another error) leaves it unasked. */
-static void env_note_published(struct ada_arena *a, const char *path)
+ADA_FORK_PATH static void env_note_published(struct ada_arena *a, const char *path)
 {
 	struct stat st;
-	if (stat(path, &st) == 0)
+	/* The inode its maker saw (a pool file's fstat): the rename kept it. */
+	if (a->file_ino)
+		a->pub_ino = a->file_ino;
+	else if (stat(path, &st) == 0)
 		a->pub_ino = (uint64_t)st.st_ino;
 	else if (errno != ENOENT)
 		return;
@@ -396,7 +411,41 @@ int ada_producer_init_from_env(void)
 	return ada_producer_init(secure_getenv("ADA_ARENA_DIR"), secure_getenv("ADA_RING_CONFIG"));
 }
 
-int ada_producer_init(const char *dir, const char *ring_config)
+/* v in decimal at out (room for 20 digits); the digits written. */
+ADA_FORK_PATH static size_t env_put_dec(char *out, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && n < sizeof(d));
+	for (size_t i = 0; i < n; i++)
+		out[i] = d[n - 1 - i];
+	return n;
+}
+
+/* dir/<pid>.ring, or dir/<pid>.<ticks>.ring with ticks, into out; false
+ * when it does not fit. By hand, no snprintf: its code, tables and stack
+ * are pages a forked child would fault in for two names. */
+ADA_FORK_PATH static bool env_ring_name(char *out, size_t cap, const char *dir, uint64_t pid,
+                                        const uint64_t *ticks)
+{
+	size_t n = strlen(dir);
+	if (n + 1 + 20 + 1 + 20 + sizeof(".ring") > cap)
+		return false;
+	memcpy(out, dir, n);
+	out[n++] = '/';
+	n += env_put_dec(out + n, pid);
+	if (ticks) {
+		out[n++] = '.';
+		n += env_put_dec(out + n, *ticks);
+	}
+	memcpy(out + n, ".ring", sizeof(".ring"));
+	return true;
+}
+
+ADA_FORK_PATH int ada_producer_init(const char *dir, const char *ring_config)
 {
 	env_refused = false;
 	if (!dir || !*dir)
@@ -406,6 +455,7 @@ int ada_producer_init(const char *dir, const char *ring_config)
 	if (env_forget_parent(&inh))
 		return 0;
 	if (env_config(ring_config, &cfg) != 0) {
+		ring_consumers_drop_spare();
 		env_count_failed(dir, inh.budget, -EINVAL);
 		ada_shm_budget_close(inh.budget);
 		return -EINVAL;
@@ -415,9 +465,8 @@ int ada_producer_init(const char *dir, const char *ring_config)
 	uint64_t ticks = env_start_ticks(inh.forked);
 	uint32_t start = (uint32_t)ticks;
 	int err = 0;
-	if (snprintf(ring, sizeof(ring), "%s/%d.ring", dir, pid) >= (int)sizeof(ring) ||
-	    snprintf(mine, sizeof(mine), "%s/%d.%llu.ring", dir, pid, (unsigned long long)ticks) >=
-	        (int)sizeof(mine))
+	if (!env_ring_name(ring, sizeof(ring), dir, (uint64_t)pid, NULL) ||
+	    !env_ring_name(mine, sizeof(mine), dir, (uint64_t)pid, &ticks))
 		err = -ENAMETOOLONG;
 	struct ada_arena *a = NULL;
 	bool reused = false;
@@ -425,6 +474,7 @@ int ada_producer_init(const char *dir, const char *ring_config)
 		err = env_open_forked(dir, ring, mine, &cfg, start, &inh, &reused, &a);
 	if (!err && !inh.forked)
 		err = env_open_started(dir, ring, mine, &cfg, start, &inh, &reused, &a);
+	ring_consumers_drop_spare(); /* taken by our arena, or to no use */
 	if (err) {
 		ada_arena_close(a);
 		env_count_failed(dir, inh.budget, err);

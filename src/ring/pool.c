@@ -38,17 +38,17 @@
 
 #include "ring_internal.h"
 
-static uint64_t pool_page_up(uint64_t x)
+ADA_FORK_PATH static uint64_t pool_page_up(uint64_t x)
 {
 	return (x + 4095) & ~(uint64_t)4095;
 }
 
-static uint64_t pool_page_down(uint64_t x)
+ADA_FORK_PATH static uint64_t pool_page_down(uint64_t x)
 {
 	return x & ~(uint64_t)4095;
 }
 
-int ada_arena_pool_name(const char *dir, unsigned k, char *out, size_t cap)
+ADA_FORK_PATH int ada_arena_pool_name(const char *dir, unsigned k, char *out, size_t cap)
 {
 	int n = snprintf(out, cap, "%s/" ADA_ARENA_POOL_PREFIX "%u", dir, k);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
@@ -79,8 +79,9 @@ struct pool_range {
  * detail headers (what its first claim populates) zeroed; slot 0's index
  * events and detail words whole pages as they are. For the layout g of
  * cfg in a file of size bytes; sorted by lo; the number of ranges. */
-static int pool_ranges_of(const struct ring_geometry *g, const struct ada_arena_config *cfg,
-                          uint64_t size, struct pool_range r[POOL_RANGES])
+ADA_FORK_PATH static int pool_ranges_of(const struct ring_geometry *g,
+                                        const struct ada_arena_config *cfg, uint64_t size,
+                                        struct pool_range r[POOL_RANGES])
 {
 	int n = 0;
 	r[n++] = (struct pool_range){0, pool_page_up(g->desc_lock_end), true};
@@ -105,7 +106,7 @@ static int pool_ranges_of(const struct ring_geometry *g, const struct ada_arena_
 	return n;
 }
 
-static int pool_ranges(const struct ada_arena *a, struct pool_range r[POOL_RANGES])
+ADA_FORK_PATH static int pool_ranges(const struct ada_arena *a, struct pool_range r[POOL_RANGES])
 {
 	return pool_ranges_of(&a->geo, &a->cfg, a->map_size, r);
 }
@@ -128,10 +129,36 @@ uint64_t ada_arena_pool_bytes(const struct ada_arena *a)
 	return pool_ranges_bytes(r, pool_ranges(a, r));
 }
 
-bool ring_pool_fresh(const struct ada_arena *a)
+/* Maps the zero ranges r (n of them) into a's mapping, a call for each
+ * run of adjacent ones: the pages exist (the pool kept them), so one
+ * call maps each run where the reads below took a fault for every
+ * sixteen pages. True when every call did (slot 0's headers then need no
+ * mapping at its first claim: ada_arena.slot0_mapped). */
+ADA_FORK_PATH static bool pool_map_zero_ranges(struct ada_arena *a, const struct pool_range *r,
+                                               int n)
+{
+	bool all = true;
+	for (int i = 0; i < n;) {
+		if (!r[i].zero || r[i].hi <= r[i].lo) {
+			i++;
+			continue;
+		}
+		uint64_t lo = r[i].lo, hi = r[i].hi;
+		for (i++; i < n && r[i].zero && r[i].lo <= hi; i++)
+			hi = r[i].hi > hi ? r[i].hi : hi;
+		all = ring_map_pages(a, lo, hi) == 0 && all;
+	}
+	return all;
+}
+
+ADA_FORK_PATH bool ring_pool_fresh(struct ada_arena *a)
 {
 	struct pool_range r[POOL_RANGES];
 	int n = pool_ranges(a, r);
+	/* On tmpfs only (populate_read): elsewhere a read maps a page its
+	 * first write faults on again (arena_madvise_range). */
+	if (a->populate_read)
+		a->slot0_mapped = pool_map_zero_ranges(a, r, n);
 	for (int i = 0; i < n; i++) {
 		if (!r[i].zero)
 			continue;
@@ -199,37 +226,51 @@ int ada_arena_pool_put(const char *path, const char *dir, unsigned k)
 	return renameat2(AT_FDCWD, path, AT_FDCWD, pool, RENAME_NOREPLACE) == 0 ? 0 : -errno;
 }
 
-/* The directory part of path into out ("" for none); false when too long. */
-static bool pool_dir_of(const char *path, char *out, size_t cap)
+/* The pool's names beside path (in its directory): pool[] gets the
+ * directory, the prefix and one digit, which the caller sets (at *digit);
+ * false when path has no directory or the name is too long. By hand, no
+ * snprintf and no copy of the directory: a forked child's set-up, where
+ * each page of stack or of libc it touches costs a fault. */
+ADA_FORK_PATH static bool pool_names_beside(const char *path, char *pool, size_t cap, size_t *digit)
 {
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) : 0;
-	if (n >= cap)
+	static const char prefix[] = ADA_ARENA_POOL_PREFIX;
+	size_t dir = 0; /* up to and with the last '/' */
+	for (size_t i = 0; path[i]; i++)
+		if (path[i] == '/')
+			dir = i + 1;
+	if (dir == 0 || dir + sizeof(prefix) + 1 > cap)
 		return false;
-	memcpy(out, path, n);
-	out[n] = '\0';
-	return slash != NULL;
+	memcpy(pool, path, dir);
+	memcpy(pool + dir, prefix, sizeof(prefix) - 1);
+	*digit = dir + sizeof(prefix) - 1;
+	pool[*digit + 1] = '\0';
+	return true;
 }
 
-int ring_pool_take(const char *path, uint64_t total)
+ADA_FORK_PATH int ring_pool_take(const char *path, uint64_t total, struct ring_fs *fs,
+                                 uint64_t *ino)
 {
-	char dir[PATH_MAX], pool[PATH_MAX];
-	if (!pool_dir_of(path, dir, sizeof(dir)))
+	char pool[PATH_MAX];
+	size_t digit;
+	if (!pool_names_beside(path, pool, sizeof(pool), &digit))
 		return -1;
 	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
-		if (ada_arena_pool_name(dir, k, pool, sizeof(pool)) != 0)
-			return -1;
+		pool[digit] = (char)('0' + k); /* one digit: ada_arena_pool_is_name */
 		/* path is our fresh temporary name: nothing to replace there. */
 		if (renameat2(AT_FDCWD, pool, AT_FDCWD, path, RENAME_NOREPLACE) != 0)
 			continue;
 		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		struct stat st;
+		if (fd >= 0)
+			ring_arena_fs(fd, fs);
 		/* Anyone of the recording could have put anything there: only a
 		 * plain file of ours, of the size this arena needs, is taken. */
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
 		    st.st_uid == geteuid() &&
-		    (uint64_t)st.st_size == ring_arena_file_size(fd, total))
+		    (uint64_t)st.st_size == ring_fs_file_size(fs, total)) {
+			*ino = (uint64_t)st.st_ino;
 			return fd;
+		}
 		if (fd >= 0)
 			close(fd);
 		unlink(path);

@@ -22,7 +22,7 @@
 
 #include "ring_internal.h"
 
-uint64_t ada_stat_start_ticks(const char *buf, size_t n)
+ADA_FORK_PATH uint64_t ada_stat_start_ticks(const char *buf, size_t n)
 {
 	if (!buf)
 		return 0;

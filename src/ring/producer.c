@@ -147,7 +147,7 @@ size_t ada_producer_reap_retired(void)
 	return n;
 }
 
-void ada_producer_set_arena(struct ada_arena *a)
+ADA_FORK_PATH void ada_producer_set_arena(struct ada_arena *a)
 {
 	/* Another arena (a fork child's): its drain's heartbeat is its own. */
 	atomic_store_explicit(&producer_dead_beat, 0, memory_order_relaxed);
@@ -156,7 +156,7 @@ void ada_producer_set_arena(struct ada_arena *a)
 	atomic_store_explicit(&producer_arena, a, memory_order_release);
 }
 
-struct ada_arena *ada_producer_arena(void)
+ADA_FORK_PATH struct ada_arena *ada_producer_arena(void)
 {
 	/* Pairs with the release store in ada_producer_set_arena(). */
 	return atomic_load_explicit(&producer_arena, memory_order_acquire);
@@ -782,15 +782,31 @@ void ada_producer_emit_slow(struct ada_producer *p, uint64_t function_id, uint32
 	atomic_store_explicit(head_pub, head + 1, memory_order_release);
 }
 
-void ada_producer_reset_thread(void)
+/* Whether this thread's producer state is all zeros (never claimed a
+ * slot), read word by word: no libc, nothing but the TLS block touched. */
+ADA_FORK_PATH static bool producer_tls_zero(void)
+{
+	_Static_assert(sizeof(struct ada_producer) % sizeof(uint64_t) == 0, "whole words");
+	const uint64_t *w = (const uint64_t *)&ada_producer_tls;
+	uint64_t any = 0;
+	for (size_t i = 0; i < sizeof(struct ada_producer) / sizeof(uint64_t); i++)
+		any |= w[i];
+	return any == 0;
+}
+
+ADA_FORK_PATH void ada_producer_reset_thread(void)
 {
 	/* A forked child's copy of the parent's slot must never be written:
-	 * the parent thread still owns it. */
-	memset(&ada_producer_tls, 0, sizeof(ada_producer_tls));
-	ada_producer_depth = 0;
+	 * the parent thread still owns it. Each store only when needed: in a
+	 * forked child a store copies its page (a fault) even when it
+	 * writes what is there. */
+	if (!producer_tls_zero())
+		memset(&ada_producer_tls, 0, sizeof(ada_producer_tls));
+	if (ada_producer_depth)
+		ada_producer_depth = 0;
 	/* pthread_once is done once any slot was claimed; before that there
 	 * is no key and nothing to forget. */
-	if (producer_key_ok)
+	if (producer_key_ok && pthread_getspecific(producer_key))
 		pthread_setspecific(producer_key, NULL);
 }
 

@@ -240,8 +240,10 @@ struct ada_arena {
 	struct ada_arena_config cfg; /* validated private copy */
 	struct ring_geometry geo;
 	struct ring_consumer *cons; /* nslots entries, set up up to cons_ready */
+	bool cons_wiped;            /* cons is advised MADV_WIPEONFORK */
 	uint32_t nslots;            /* max_threads + spill_threads */
 	uint32_t cons_ready;        /* cons[0, cons_ready) seeded (consumer thread) */
+	uint32_t cons_fresh;        /* cons[0, cons_fresh) seed with tail 0 (made here) */
 	uint32_t hw_seen;           /* highest slots_hw accepted (consumer thread) */
 	int32_t pid;                /* from the control block, read once at open */
 	uint32_t start_time;        /* likewise (ada_arena_start_time) */
@@ -267,6 +269,13 @@ struct ada_arena {
 	 * the name (it refused the arena: a reused pid) never drains it. */
 	char *pub_path;
 	uint64_t pub_ino;
+	/* Producer side: the file's inode as its maker saw it (0: not
+	 * known), so that publishing it needs no stat of the name. */
+	uint64_t file_ino;
+	/* Producer side: slot 0's index and detail headers are mapped here
+	 * already (a recycled arena: ring_pool_fresh), so its first claim
+	 * maps them no more. */
+	bool slot0_mapped;
 	/* Producer side: the next arena this process retired (producer.c,
 	 * ada_producer_retire_arena), NULL at the end of the list. */
 	struct ada_arena *retired_next;
@@ -296,6 +305,9 @@ bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz, ui
  * same address (the recording's shared page is let go; a late reader or
  * writer touches its own page). b stays valid for ada_shm_budget_close(). */
 int ring_budget_retire(struct ada_shm_budget *b);
+/* In a forked child: maps b's page, inherited without its page table
+ * entry, with one call rather than the fault of its first touch. */
+void ring_budget_map(struct ada_shm_budget *b);
 /* The recording of b ended (ada_shm_budget_end): no arena is to be made
  * for it. False for NULL (no budget file). */
 bool ring_budget_ended(const struct ada_shm_budget *b);
@@ -304,17 +316,37 @@ void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start);
 
 /* 0 and fills g, or -EINVAL when cfg is not valid. */
 int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g);
-/* The file size an arena of size bytes needs on fd's file system
+/* What an arena's maker needs of its file system, from one fstatfs of
+ * the file (ring_arena_fs; zeros when fstatfs fails). */
+struct ring_fs {
+	uint64_t type;  /* f_type: TMPFS_MAGIC, HUGETLBFS_MAGIC, ... */
+	uint64_t bsize; /* f_bsize (hugetlbfs: the huge page size) */
+};
+void ring_arena_fs(int fd, struct ring_fs *fs);
+/* Before a fork: what every arena's maker asks once per process (whether
+ * tmpfs gives huge pages) is asked here, in the parent, so that its
+ * children inherit the answer: a process that adopted its arena (after
+ * exec) never asked. */
+void ring_arena_fork_prepare(void);
+/* The file size an arena of size bytes needs on that file system
  * (hugetlbfs: whole huge pages). */
+uint64_t ring_fs_file_size(const struct ring_fs *fs, uint64_t size);
+/* The same, with fd's fstatfs. */
 uint64_t ring_arena_file_size(int fd, uint64_t size);
 /* A pool file (pool.c) renamed to path, the arena's new temporary name,
- * and opened: its descriptor, or -1 when the pool had none fit for an
- * arena of total bytes (a new file is made then). */
-int ring_pool_take(const char *path, uint64_t total);
-/* Whether a taken pool file, mapped as a (geometry and config set), has
- * zeros wherever a new file's maker expects them: the pages the pool
- * zeroes, for this layout. */
-bool ring_pool_fresh(const struct ada_arena *a);
+ * and opened: its descriptor (and *fs, *ino: its file system and inode),
+ * or -1 when the pool had none fit for an arena of total bytes (a new
+ * file is made then). */
+int ring_pool_take(const char *path, uint64_t total, struct ring_fs *fs, uint64_t *ino);
+/* Whether a taken pool file, mapped as a (geometry, config and
+ * populate_read set), has zeros wherever a new file's maker expects
+ * them: the pages the pool zeroes, for this layout. On tmpfs it maps
+ * those pages first, a call per run of them (and sets slot0_mapped when
+ * all were). */
+bool ring_pool_fresh(struct ada_arena *a);
+/* Maps [start, end) of a's mapping, pages the file has (tmpfs: with
+ * reads); 0 or -errno. */
+int ring_map_pages(struct ada_arena *a, uint64_t start, uint64_t end);
 
 static inline bool ring_slot_is_spill(const struct ada_arena *a, uint32_t slot)
 {
@@ -384,6 +416,16 @@ static inline _Atomic uint64_t *ring_detail_words(const struct ada_arena *a, uin
 int ring_consumers_init(struct ada_arena *a, bool fresh);
 /* Gives a->cons back (ada_arena_close). */
 void ring_consumers_free(struct ada_arena *a);
+/* Before a fork: a's consumer entries come to the child as zero pages
+ * (MADV_WIPEONFORK, once per mapping); whether they will. */
+bool ring_consumers_wipe_on_fork(struct ada_arena *a);
+/* In a forked child, before a (the parent's handle) is closed: its
+ * consumer entries, zero here when ring_consumers_wipe_on_fork said so,
+ * are kept for the next ring_consumers_init of the same size (the
+ * child's own arena) instead of unmapped. */
+void ring_consumers_keep(struct ada_arena *a);
+/* Unmaps the entries ring_consumers_keep kept and no arena took. */
+void ring_consumers_drop_spare(void);
 /* 0 and the checked head, or -EPROTO (the slot is quarantined now). */
 int ring_cons_head(struct ada_arena *a, uint32_t slot, uint64_t *head);
 /* The consumer freed the slot: the next owner must be a new generation. */

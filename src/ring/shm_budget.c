@@ -150,7 +150,17 @@ int ada_shm_budget_open(const char *path, struct ada_shm_budget **out)
 	return err;
 }
 
-void ada_shm_budget_close(struct ada_shm_budget *b)
+ADA_FORK_PATH void ring_budget_map(struct ada_shm_budget *b)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (b)
+		madvise(b, SHM_BUDGET_SIZE, MADV_POPULATE_WRITE); /* else the first touch faults */
+#else
+	(void)b;
+#endif
+}
+
+ADA_FORK_PATH void ada_shm_budget_close(struct ada_shm_budget *b)
 {
 	if (b)
 		munmap(b, SHM_BUDGET_SIZE);
@@ -235,7 +245,7 @@ void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes)
 		;
 }
 
-void ada_shm_budget_untake(struct ada_shm_budget *b, uint64_t bytes, bool reduced)
+ADA_FORK_PATH void ada_shm_budget_untake(struct ada_shm_budget *b, uint64_t bytes, bool reduced)
 {
 	ada_shm_budget_release(b, bytes);
 	uint64_t n = atomic_load_explicit(&b->reduced_procs, memory_order_relaxed);
@@ -287,7 +297,7 @@ void ada_shm_budget_set_from_fs(struct ada_shm_budget *b)
 
 /* The budget size of cfg's arena with the smallest detail rings
  * shm_budget_try_smaller() would give it. */
-static uint64_t shm_budget_smallest(const struct ada_arena_config *cfg)
+ADA_FORK_PATH static uint64_t shm_budget_smallest(const struct ada_arena_config *cfg)
 {
 	struct ada_arena_config c = *cfg;
 	if (c.detail_bytes > ADA_DETAIL_MIN_BYTES)
@@ -301,8 +311,8 @@ static uint64_t shm_budget_smallest(const struct ada_arena_config *cfg)
  * index rings and the slots are never cut: the index lane records every
  * call; the detail lane's windows are best effort (a smaller ring holds a
  * shorter pre-roll). */
-static int shm_budget_try_smaller(struct ada_shm_budget *b, struct ada_arena_config *cfg,
-                                  uint64_t *bytes)
+ADA_FORK_PATH static int shm_budget_try_smaller(struct ada_shm_budget *b,
+                                                struct ada_arena_config *cfg, uint64_t *bytes)
 {
 	struct ada_arena_config c = *cfg;
 	uint64_t room = shm_budget_room(b);
@@ -375,8 +385,8 @@ int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out)
 	return ada_shm_budget_open(path, out);
 }
 
-int ada_shm_budget_take_arena(struct ada_shm_budget *b, struct ada_arena_config *cfg,
-                              uint64_t *bytes)
+ADA_FORK_PATH int ada_shm_budget_take_arena(struct ada_shm_budget *b, struct ada_arena_config *cfg,
+                                            uint64_t *bytes)
 {
 	*bytes = ada_arena_budget_size_for(cfg);
 	return b ? shm_budget_take_waiting(b, cfg, bytes) : 0;
@@ -391,7 +401,7 @@ void ada_shm_budget_end(struct ada_shm_budget *b)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
-bool ring_budget_ended(const struct ada_shm_budget *b)
+ADA_FORK_PATH bool ring_budget_ended(const struct ada_shm_budget *b)
 {
 	/* Pairs with ada_shm_budget_end(): a name published before this load
 	 * is seen by the recorder's clearing, or this load sees the end. */
@@ -431,7 +441,7 @@ int ring_budget_retire(struct ada_shm_budget *b)
  * target's to write too: a wait is bounded by its timeout, and a wake
  * that finds nothing is the drain's to count and pace (drain.c). */
 
-void ada_shm_budget_ring(struct ada_shm_budget *b)
+ADA_FORK_PATH void ada_shm_budget_ring(struct ada_shm_budget *b)
 {
 	if (!b)
 		return;
@@ -452,7 +462,7 @@ void ada_shm_budget_ring(struct ada_shm_budget *b)
 	errno = saved;
 }
 
-void ada_shm_budget_named(struct ada_shm_budget *b)
+ADA_FORK_PATH void ada_shm_budget_named(struct ada_shm_budget *b)
 {
 	if (!b)
 		return;

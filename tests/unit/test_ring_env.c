@@ -199,6 +199,108 @@ static void test_fork_child_makes_its_own(void **state)
 	ada_arena_close(mine);
 }
 
+/* Whether /proc/self/maps names path (a mapping of that file here). */
+static bool maps_has(const char *path)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, path) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* One generation of test_fork_chain_exact: sets up as the agent's atfork
+ * child handler does, checks that the parent's arena (parent_ring, NULL
+ * for none) is not mapped here, emits n calls and reads them back through
+ * its own handle, checked (ada_slot_read_checked, ada_index_ring_peek),
+ * and consumes them, so that the handle's consumer entries hold what a
+ * child must not find in its own: the entries come to it as zeros
+ * (MADV_WIPEONFORK) and are its new arena's. 0 or a code. */
+static int chain_generation(uint32_t n, const char *parent_ring)
+{
+	if (ada_producer_init_from_env() != 0)
+		return 2;
+	struct ada_arena *a = ada_producer_arena();
+	if (!a || ada_arena_pid(a) != getpid())
+		return 3;
+	if (parent_ring && maps_has(parent_ring))
+		return 4;
+	for (uint32_t i = 0; i < n; i++)
+		ada_emit_call(i);
+	struct ada_slot_info si;
+	uint32_t s = 0;
+	for (; s < ada_arena_max_threads(a); s++)
+		if (ada_slot_read_checked(a, s, &si) == 0 && si.state == ADA_SLOT_ACTIVE &&
+		    si.tid == (uint32_t)getpid())
+			break;
+	if (s == ada_arena_max_threads(a))
+		return 5;
+	if (si.head - si.tail != n || ada_slot_fault(a, s, NULL))
+		return 6;
+	const struct atf_index_event *e;
+	size_t got = ada_index_ring_peek(a, s, &e);
+	if (got != n)
+		return 7;
+	ada_index_ring_release(a, s, got);
+	/* Prepared as the agent's atfork prepare handler does. */
+	ada_producer_fork_prepare();
+	return 0;
+}
+
+/* Generation depth of test_fork_chain_exact (the top process is 0): its
+ * arena's events are read back from the file, by its parent. */
+static int chain_fork(uint32_t depth, uint32_t last)
+{
+	char mine[128];
+	ring_path(mine, sizeof(mine), getpid(), "ring");
+	pid_t kid = fork();
+	if (kid < 0)
+		return 20;
+	if (kid == 0) {
+		int rc = chain_generation(depth + 2, mine); /* generation g emits g + 1 */
+		if (!rc && depth + 1 < last)
+			rc = chain_fork(depth + 1, last);
+		_exit(rc);
+	}
+	int st;
+	if (waitpid(kid, &st, 0) != kid || !WIFEXITED(st))
+		return 21;
+	if (WEXITSTATUS(st))
+		return WEXITSTATUS(st);
+	char path[128];
+	struct ada_arena *child;
+	ring_path(path, sizeof(path), kid, "ring");
+	if (ada_arena_open(path, &child) != 0)
+		return 22;
+	struct ada_slot_info si;
+	uint32_t found = 0;
+	for (uint32_t s = 0; s < ada_arena_max_threads(child); s++) {
+		ada_arena_slot_info(child, s, &si);
+		if (si.state != ADA_SLOT_FREE)
+			found += si.tid == (uint32_t)kid && si.head == depth + 2 ? 1 : 100;
+	}
+	ada_arena_close(child);
+	return found == 1 ? 0 : 23;
+}
+
+/* A child of a child of a child, each forked after the atfork prepare:
+ * each records exactly its own calls into its own arena, its parent's
+ * arena is not mapped in it, and the consumer entries it inherited as
+ * zeros (and took for its own arena) hold nothing of its parent's. */
+static void test_fork_chain_exact(void **state)
+{
+	(void)state;
+	assert_int_equal(chain_generation(1, NULL), 0);
+	struct ada_arena *mine = ada_producer_arena();
+	assert_int_equal(chain_fork(0, 3), 0);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(mine);
+}
+
 /* A forked child that cannot make its arena for another reason than the
  * shared-memory ceiling (here: no file descriptor left, RLIMIT_NOFILE)
  * runs untraced, and is counted in the recording's budget page with its
@@ -714,6 +816,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_create_then_exec_reopen, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_makes_its_own, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_never_replaces, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_chain_exact, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_arena_failed_counted, fx_setup,
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fs_quota_counted, fx_setup, fx_teardown),

@@ -57,6 +57,14 @@
 	      other threads at a crash; 14: drop reasons fd_limit and unread_at_end; 15: the       \
 	      table of reaped children */
 
+/* The code a forked child runs between fork() and its first traced call
+ * (the atfork child handler, the producer's set-up of the child's arena):
+ * gathered in one place of the agent's text, since the linker puts every
+ * .text.hot.* input section together. The child has no page table
+ * entries for the parent's text; each 64 KiB window of it the child
+ * touches costs it a page fault, and this path would touch several. */
+#define ADA_FORK_PATH __attribute__((section(".text.hot.ada_fork")))
+
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
 
