@@ -651,7 +651,8 @@ static const char *agent_fork_defer(void)
 	struct ada_arena *a = ada_producer_arena();
 	struct ada_fork_note n;
 	memset(&n, 0, sizeof(n));
-	if (!a || agent.files_pid <= 0 || agent.files_pid == getpid())
+	/* agent_hot.pid: getpid(), set by the child's fork handler. */
+	if (!a || agent.files_pid <= 0 || agent.files_pid == agent_hot.pid)
 		return "its parent wrote no symbol files";
 	/* A count-only section: counts of its own from the start (restart
 	 * at the fork), in an agent.json of its own. */
@@ -668,7 +669,7 @@ static const char *agent_fork_defer(void)
 	if (why)
 		return why;
 	ada_arena_fork_note(a, &n);
-	agent.fork_noted_pid = getpid();
+	agent.fork_noted_pid = agent_hot.pid;
 	agent.fork_noted_mods = n.n_modules;
 	return NULL;
 }
@@ -719,7 +720,8 @@ _Static_assert(ADA_FORK_EXIT_COUNTS == AGENT_UNTRACED_COUNT, "the exit note's co
 static bool agent_fork_exit(void)
 {
 	struct ada_arena *a = ada_producer_arena();
-	if (agent.fork_noted_pid != getpid() || !a)
+	/* agent_hot.pid is getpid() here (process_at_exit checked it). */
+	if (!agent.fork_noted_pid || agent.fork_noted_pid != agent_hot.pid || !a)
 		return false;
 	if (agent_count_any() || agent_budget_hot_any()) {
 		agent.fork_why = agent_count_any() ? "count-only functions at its exit"

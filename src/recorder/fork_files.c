@@ -126,9 +126,7 @@ static int ff_derive_json(int src, int dst, const struct ada_fork_note *n)
 	if (json_is_object(a) && found == n->n_modules) {
 		json_object_set(a, "modules", keep);
 		json_object_del(a, "count_only");
-		json_object_set_new(a, "fork_files",
-		                    json_string("made by the recorder from its parent's agent.json "
-		                                "as rewritten after the fork"));
+		json_object_set_new(a, "fork_files", json_string(WAL_FORK_DERIVED));
 		rc = ada_json_writeat(dst, "agent.json", a, false) == 0 ? 0 : -1;
 	}
 	json_decref(keep);

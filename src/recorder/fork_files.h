@@ -31,6 +31,11 @@ enum wal_fork_refusal {
 };
 const char *wal_fork_refusal_name(int k);
 
+/* "fork_files" of an agent.json the recorder made from a parent's
+ * rewritten after the fork. */
+#define WAL_FORK_DERIVED                                                                           \
+	"made by the recorder from its parent's agent.json as rewritten after the fork"
+
 /* Checks note n of process pid; 0 when usable, else WAL_FORK_BAD_NOTE + 1. */
 int wal_fork_note_check(const struct ada_fork_note *n, pid_t pid);
 /* Links the noted files from session_fd's pid_<parent>/ (parent_fd when

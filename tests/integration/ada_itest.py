@@ -1266,6 +1266,21 @@ def check_shared_modules(rep, session, by_pid, root, replaced, inherited=0):
         rep.check(got == exp, "pid_%d/agent.json symbol_files: %r, expected %r" % (pid, got, exp))
     rep.check(made == inherited, "%d children's agent.json made by the recorder, want %d"
               % (made, inherited))
+    # Every child whose agent.json the recorder made left its files to it
+    # (the note in its arena): the manifests count each note made once.
+    noted, notes = 0, 0
+    for pid in pids:
+        try:
+            with open(os.path.join(session, "pid_%d" % pid, "manifest.json")) as f:
+                man = json.load(f)
+        except (OSError, ValueError):
+            continue
+        notes = max(notes, (man.get("fork_notes") or {}).get("made", 0))
+        noted += (man.get("hook") or {}).get("inherited_from") is not None
+        rep.check(not any((man.get("fork_notes") or {}).get("refused", {}).values()),
+                  "pid_%d: notes refused: %r" % (pid, man.get("fork_notes")))
+    rep.check(notes == noted, "the recorder made %d children's files from their notes, "
+              "%d children's agent.json are its" % (notes, noted))
     children = sum(1 for p in pids if parent[p] == root)
     for n, s in sorted(inodes.items()):
         exp = 1 + children if n in replaced else 1
