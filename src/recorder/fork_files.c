@@ -99,6 +99,11 @@ static int ff_noted(const struct ada_fork_note *n, json_int_t id)
 static int ff_derive_json(int src, int dst, const struct ada_fork_note *n)
 {
 	int fd = -1;
+	struct stat st;
+	/* One there already is the child's own (it took its note back):
+	 * never written over. */
+	if (fstatat(dst, "agent.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
 	if (ada_fs_open_file(src, "agent.json", O_RDONLY, &fd) != 0)
 		return -1;
 	json_t *a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX), *m, *keep = json_array();
@@ -195,8 +200,10 @@ void wal_fork_files_take(struct ada_recorder *r, struct wal_proc *p)
 	int rc = wal_fork_files_make(r->session_fd, pp && pp->dir_fd >= 0 ? pp->dir_fd : -1,
 	                             p->dir_fd, p->pid, &n);
 	if (!rc) {
-		r->fork_made++;
-		ada_arena_fork_settle(p->arena, ADA_FORK_MADE);
+		/* Counted when ours: a child that took its note back meanwhile
+		 * made them itself (the links are the same). */
+		if (ada_arena_fork_settle(p->arena, ADA_FORK_MADE) == ADA_FORK_NOTED)
+			r->fork_made++;
 		return;
 	}
 	/* Refused: a child still running writes its own (agent.c). */
