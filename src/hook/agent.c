@@ -345,6 +345,10 @@ static void agent_json_body(FILE *f)
 	agent_count_json(f);
 	if (agent_count_is_exiting())
 		agent_budget_hot_json(f);
+	if (agent.fork_why) { /* a forked child that wrote its files itself: why */
+		agent_puts(",\n  \"fork_files\": ", f);
+		agent_json_string(f, agent.fork_why);
+	}
 	if (agent.attached) /* threads ada attach moved into a trampoline */
 		agent_printf(f, ",\n  \"moved_at_attach\": %" PRIu64, agent.moved_at_attach);
 	agent_printf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
@@ -469,12 +473,15 @@ static int agent_files_done(int err, bool json, int pid_fd)
 	return err;
 }
 
+static void agent_fork_take_back(const char *why);
+
 /* The symbol files of every module (all_modules) or of those from
  * first_new on, then agent.json when json. */
 static int agent_write_files_json(bool all_modules, size_t first_new, bool json)
 {
 	if (!agent_pid_dir_ours())
 		return 0;
+	agent_fork_take_back("it wrote files later (a dlopen, its exit)");
 	uint64_t t0 = agent_now_ns();
 	int pid_fd, err = agent_open_dirs(&pid_fd);
 	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
@@ -510,14 +517,19 @@ static bool agent_link_syms(int src_fd, int pid_fd, const struct agent_module *m
 	agent_body_name(m, body, sizeof(body));
 	/* The body first: a reader that sees the .syms finds it. */
 	if (!m->syms_written || !m->syms_ino ||
-	    (linkat(src_fd, body, pid_fd, body, 0) != 0 && errno != EEXIST) ||
-	    linkat(src_fd, name, pid_fd, name, 0) != 0)
+	    (linkat(src_fd, body, pid_fd, body, 0) != 0 && errno != EEXIST))
+		return false;
+	/* There already: the recorder linked it from this process's note
+	 * (fork_files.c) before the note was taken back. */
+	bool there = linkat(src_fd, name, pid_fd, name, 0) != 0;
+	if (there && errno != EEXIST)
 		return false;
 	struct stat st;
 	if (fstatat(pid_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_ino == m->syms_ino)
 		return true;
-	unlinkat(pid_fd, name, 0);
+	if (!there)
+		unlinkat(pid_fd, name, 0);
 	return false;
 }
 
@@ -558,16 +570,12 @@ static bool agent_link_json(int src_pfd, int pid_fd)
 	return false;
 }
 
-int agent_write_files_forked(void)
+/* The forked child's files written now, by itself: its parent's linked
+ * where they are the parent's (by inode), its own written where not;
+ * agent.json linked or written when json. */
+static int agent_write_files_forked_now(bool json)
 {
-	if (!agent_pid_dir_ours())
-		return 0;
 	uint64_t t0 = agent_now_ns();
-	/* This process's counts start now: what the parent wrote is its own. */
-	agent.syms_written = agent.syms_shared = agent.syms_share_failed = 0;
-	agent.syms_bodies_written = agent.syms_bodies_shared = 0;
-	agent.syms_bodies_refused = agent.syms_bodies_unstored = 0;
-	agent.json_writes = 0;
 	/* The session once for both (a fork's start opens what it must). */
 	int sfd = -1, src_fd = -1, pid_fd = -1;
 	int err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
@@ -587,13 +595,155 @@ int agent_write_files_forked(void)
 		agent.syms_share_failed += m->syms_written;
 		err = agent_write_syms(pid_fd, m);
 	}
-	bool linked = !err && agent_link_json(src_fd, pid_fd);
+	bool linked = !err && json && agent_link_json(src_fd, pid_fd);
 	if (src_fd >= 0)
 		close(src_fd);
 	if (!err)
 		agent.files_pid = getpid();
 	agent.ns_files += agent_now_ns() - t0;
-	return agent_files_done(err, !linked, pid_fd);
+	return agent_files_done(err, json && !linked, pid_fd);
+}
+
+/* Whether pid_<files_pid>/name is the regular file of inode ino (one
+ * fstatat by path: no directory opened). The last component is not
+ * followed; a link planted higher up leads to that very file or fails. */
+static bool agent_parent_file_is(const char *name, ino_t ino)
+{
+	char path[PATH_MAX + 96];
+	struct stat st;
+	int n = snprintf(path, sizeof(path), "%s/pid_%d/%s", agent.session_dir,
+	                 (int)agent.files_pid, name);
+	return n > 0 && (size_t)n < sizeof(path) && ino &&
+	       fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_ino == ino;
+}
+
+/* The note's modules: every loaded module's file, the parent's own
+ * (its inode, looked at now). NULL, or why not. */
+static const char *agent_fork_note_modules(struct ada_fork_note *n)
+{
+	char name[64];
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		const struct agent_module *m = &agent.mods[i];
+		if (m->gone)
+			continue;
+		if (!m->syms_written || !m->syms_ino)
+			return "a module without a symbol file of its parent's";
+		if (n->n_modules == ADA_FORK_MODULES_MAX)
+			return "more modules than a note holds";
+		agent_syms_name(m, name, sizeof(name));
+		if (!agent_parent_file_is(name, m->syms_ino))
+			return "its parent's symbol file was replaced";
+		n->mods[n->n_modules++] = (struct ada_fork_module){m->id, 0, m->syms_ino};
+	}
+	return NULL;
+}
+
+/* A forked child's files left to the recorder: the arena notes whose
+ * fork this is and which of the parent's files are this process's (the
+ * same address space, so the same tables), checked to be the files the
+ * parent wrote (one fstatat each); the recorder links them into
+ * pid_<pid>/ when it reads the note (src/recorder/fork_files.c). Nothing
+ * is written here. NULL when noted, else why not (the child then writes
+ * them itself, as before: agent.json's "fork_files"). */
+static const char *agent_fork_defer(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	struct ada_fork_note n;
+	memset(&n, 0, sizeof(n));
+	/* agent_hot.pid: getpid(), set by the child's fork handler. */
+	if (!a || agent.files_pid <= 0 || agent.files_pid == agent_hot.pid)
+		return "its parent wrote no symbol files";
+	/* A count-only section: counts of its own from the start (restart
+	 * at the fork), in an agent.json of its own. */
+	if (agent_count_any())
+		return "count-only functions";
+	if (agent.json_pid != agent.files_pid || !agent.json_ino)
+		return "its parent's agent.json is elsewhere";
+	n.parent_pid = agent.files_pid;
+	n.next_id = agent.next_id;
+	n.json_ino = (uint64_t)agent.json_ino;
+	const char *why = agent_fork_note_modules(&n);
+	if (!why && !agent_parent_file_is("agent.json", agent.json_ino))
+		why = "its parent's agent.json was replaced";
+	if (why)
+		return why;
+	ada_arena_fork_note(a, &n);
+	agent.fork_noted_pid = agent_hot.pid;
+	agent.fork_noted_mods = n.n_modules;
+	return NULL;
+}
+
+int agent_write_files_forked(void)
+{
+	/* This process's counts start now: what the parent wrote is its own. */
+	agent.syms_written = agent.syms_shared = agent.syms_share_failed = 0;
+	agent.syms_bodies_written = agent.syms_bodies_shared = 0;
+	agent.syms_bodies_refused = agent.syms_bodies_unstored = 0;
+	agent.json_writes = 0;
+	agent.fork_noted_pid = 0;
+	if (!agent_pid_dir_ours())
+		return 0;
+	agent.fork_why = agent_fork_defer();
+	return agent.fork_why ? agent_write_files_forked_now(true) : 0;
+}
+
+/* A noted child that writes files after all (a dlopen; an exit with more
+ * than counts to say): the note is settled first, so that the recorder
+ * and the child never both make pid_<pid>/. Made by the recorder
+ * already: its links are there. Else the child makes them now. */
+static void agent_fork_take_back(const char *why)
+{
+	if (agent.fork_noted_pid != getpid())
+		return;
+	agent.fork_noted_pid = 0;
+	struct ada_arena *a = ada_producer_arena();
+	uint32_t was = a ? ada_arena_fork_settle(a, ADA_FORK_TAKEN_BACK) : ADA_FORK_REFUSED;
+	if (was == ADA_FORK_MADE) {
+		agent.syms_shared = agent.fork_noted_mods;
+		agent.files_pid = getpid();
+		return;
+	}
+	if (was == ADA_FORK_REFUSED)
+		agent.fork_why = "the recorder refused its note";
+	else if (!agent.fork_why) /* agent_fork_exit() may have said more */
+		agent.fork_why = why;
+	(void)agent_write_files_forked_now(false);
+}
+
+_Static_assert(ADA_FORK_EXIT_COUNTS == AGENT_UNTRACED_COUNT, "the exit note's counts");
+
+/* A noted child's exit: when its agent.json would differ from its
+ * parent's only by counts, those go into its arena (the recorder folds
+ * them into the agent.json it made) and no file is written. False: write
+ * agent.json (fork_why says why). */
+static bool agent_fork_exit(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	/* agent_hot.pid is getpid() here (process_at_exit checked it). */
+	if (!agent.fork_noted_pid || agent.fork_noted_pid != agent_hot.pid || !a)
+		return false;
+	if (agent_count_any() || agent_budget_hot_any()) {
+		agent.fork_why = agent_count_any() ? "count-only functions at its exit"
+		                                   : "hot functions at its exit";
+		return false;
+	}
+	struct ada_fork_exit e;
+	memset(&e, 0, sizeof(e));
+	agent_untraced_counts(e.untraced);
+	e.gone_noticed = ada_producer_drain_gone(&e.gone_drops);
+	ada_arena_fork_exit(a, &e);
+	/* After the counts: a note the recorder refused meanwhile makes no
+	 * agent.json, so this process writes its own after all. */
+	uint32_t st = ada_arena_fork_state(a);
+	return st == ADA_FORK_NOTED || st == ADA_FORK_MADE;
+}
+
+int agent_write_files_at_exit(void)
+{
+	if (agent_fork_exit())
+		return 0;
+	return agent_write_files(false, agent.n_mods);
 }
 
 /* After exec the new image writes into the same pid_<pid>/ as the old one,
@@ -605,6 +755,15 @@ static void agent_continue_ids(void)
 	if (!agent_pid_dir_ours())
 		return;
 	snprintf(dir, sizeof(dir), "%s/pid_%d", agent.session_dir, (int)getpid());
+	/* A forked image's modules the recorder has not linked yet: its note
+	 * says how far their ids go (the program's own arena: trusted). */
+	struct ada_arena *a = ada_producer_arena();
+	if (a && ada_arena_fork_state(a) != ADA_FORK_NONE) {
+		struct ada_fork_note n;
+		ada_arena_fork_note_read(a, &n);
+		if (n.next_id > agent.next_id && n.next_id < (1u << 24))
+			agent.next_id = n.next_id;
+	}
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;

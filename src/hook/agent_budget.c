@@ -1088,16 +1088,25 @@ static bool budget_slot_waited(struct ada_arena *a, uint32_t i, struct ada_slot_
 	return waits != 0;
 }
 
+bool agent_budget_hot_any(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	struct ada_slot_info si;
+	uint32_t used = a ? ada_arena_slots_used(a) : 0;
+	for (uint32_t i = 0; i < used; i++)
+		if (budget_slot_waited(a, i, &si))
+			return true;
+	return false;
+}
+
 void agent_budget_hot_json(FILE *f)
 {
 	struct ada_arena *a = ada_producer_arena();
 	if (!a)
 		return;
-	uint32_t used = ada_arena_slots_used(a);
-	bool any = false;
+	bool any = agent_budget_hot_any();
 	struct ada_slot_info si;
-	for (uint32_t i = 0; i < used && !any; i++)
-		any = budget_slot_waited(a, i, &si);
+	uint32_t used = ada_arena_slots_used(a);
 	fputs(",\n  \"hot_functions\": [", f);
 	if (!any) {
 		fputc(']', f);

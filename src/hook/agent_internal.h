@@ -363,6 +363,9 @@ const char *agent_count_fn_name(uint64_t fn_id);
  * 4096 of up to 64 threads), with their share in %: the summary's top
  * offenders (agent_budget.c). */
 void agent_budget_hot_json(FILE *f);
+/* Whether agent_budget_hot_json would list any function (a thread of this
+ * process waited for ring space). */
+bool agent_budget_hot_any(void);
 /* Whether agent.json gets a count_only section; the section itself
  * (the final sum once exiting, else a live snapshot of every thread's
  * counts: the ended threads' and the running threads' so far). */
@@ -516,6 +519,13 @@ struct agent_state {
 	pid_t json_pid;
 	ino_t json_ino;
 	uint64_t json_writes;
+	/* A forked child that left its files to the recorder (agent.c,
+	 * agent_fork_defer): its pid while the note stands, and the modules
+	 * noted; fork_why: why a forked child wrote its files itself (NULL:
+	 * it did not), agent.json's "fork_files". */
+	pid_t fork_noted_pid;
+	uint32_t fork_noted_mods;
+	const char *fork_why;
 	/* Bodies (agent_syms.c): written here, linked from the session's
 	 * store, found there but not the body (refused), written but not
 	 * linked into the store (unstored). */
@@ -568,9 +578,14 @@ int agent_write_files(bool all_modules, size_t first_new);
 /* The symbol files of the modules from first_new on, without agent.json
  * (agent_budget_json_later). 0 or -errno. */
 int agent_write_syms_from(size_t first_new);
-/* A forked child's files: its parent's .syms linked (the address space,
- * so the tables, are the parent's), agent.json written. 0 or -errno. */
+/* A forked child's files: left to the recorder by a note in its arena
+ * when its parent's are all there (the address space, so the tables, are
+ * the parent's); else its parent's .syms linked, agent.json written.
+ * 0 or -errno. */
 int agent_write_files_forked(void);
+/* At exit: agent.json, or a noted fork child's counts into its arena
+ * (agent_fork_exit) when they are all it has to say. */
+int agent_write_files_at_exit(void);
 
 /* agent_install.c: lists the images (discover.c), hooks those it does not
  * know yet, forgets those gone. Returns the index of the first new module

@@ -111,7 +111,8 @@ ADA_FORK_PATH static void process_child(void)
 
 /* At exit agent.json is written once more, with the untraced-call
  * counts of the run (the recorder folds it into the manifest after the
- * process is gone). */
+ * process is gone); a forked child that left its files to the recorder
+ * puts those counts into its arena instead (agent_write_files_at_exit). */
 static void process_at_exit(void)
 {
 	if (!agent_hot.active || agent_hot.pid != getpid())
@@ -120,7 +121,7 @@ static void process_at_exit(void)
 	pthread_mutex_lock(&agent.lock);
 	agent_count_exiting();
 	agent_budget_exit();
-	agent_write_files(false, agent.n_mods);
+	agent_write_files_at_exit();
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
 }

@@ -14,7 +14,9 @@
  * Threads: the caller's (the drain, or ada recover).
  */
 #include <jansson.h>
+#include <string.h>
 
+#include "fork_files.h"
 #include "manifest.h"
 #include "recorder_internal.h"
 
@@ -65,6 +67,11 @@ bool wal_agent_inherit(json_t *a, pid_t pid)
 		inherit_zero(a, *k);
 	json_object_set_new(a, "agent_json_writes", json_integer(0));
 	json_object_del(a, "hot_functions"); /* a parent's at its exit */
+	/* Why the parent wrote its own files is not the child's; the
+	 * recorder's word on a file it derived is (fork_files.c). */
+	const char *ff = json_string_value(json_object_get(a, "fork_files"));
+	if (ff && strcmp(ff, WAL_FORK_DERIVED))
+		json_object_del(a, "fork_files");
 	return true;
 }
 

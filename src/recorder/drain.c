@@ -41,6 +41,7 @@
 #include "arena_internal.h"
 #include "detail_internal.h"
 #include "drain_internal.h"
+#include "fork_files.h"
 #include "spares.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
@@ -953,6 +954,7 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 	    p->arena,
 	    {
 		    n = drain_proc(r, p, DRAIN_SLOT_BUDGET);
+		    wal_fork_files_take(r, p); /* a forked child's files, once noted */
 		    /* Its notes of children it reaped: read before the pass's
 		     * drain_check_gone() judges any process. */
 		    wal_wait_notes_take(r, p, false);

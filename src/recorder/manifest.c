@@ -27,6 +27,7 @@
 #include "keysym.h"
 #include "arena_internal.h"
 #include "detail_internal.h"
+#include "fork_files.h"
 #include "recorder_internal.h"
 #include "spares.h"
 
@@ -613,7 +614,7 @@ static json_t *man_agent_load(int pid_dir_fd, struct wal_agent_cache *cache, jso
 }
 
 void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums,
-                        struct wal_agent_cache *cache)
+                        struct wal_agent_cache *cache, const struct ada_fork_exit *fx)
 {
 	json_t *out = NULL, *a = man_agent_load(pid_dir_fd, cache, &out);
 	if (!json_is_object(a)) {
@@ -624,8 +625,11 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sum
 	/* A forked child that ended without its own: its parent's, made its
 	 * own (agent_inherit.c) and written back so every reader sees it. */
 	json_t *pid = json_object_get(root, "pid");
-	if (json_is_integer(pid) && wal_agent_inherit(a, (pid_t)json_integer_value(pid)))
+	if (json_is_integer(pid) && wal_agent_inherit(a, (pid_t)json_integer_value(pid))) {
+		if (fx) /* a noted fork child's counts at its exit (fork_files.c) */
+			wal_fork_exit_fold(a, fx);
 		(void)wal_agent_inherit_write(pid_dir_fd, a); /* else the file says whose it is */
+	}
 	/* A budget run whose counts cost more than it: what to exclude. */
 	wal_exclude_hint(json_object_get(a, "count_only"));
 	if (sums)
@@ -692,9 +696,14 @@ static void man_final(json_t *root, struct ada_recorder *r, struct wal_proc *p)
 		man_agent_kept(root, p->dir_fd);
 		return;
 	}
+	/* A forked child's note not read yet, and its exit counts: from the
+	 * arena while it is there (read before anything here allocates). */
+	struct ada_fork_exit fx;
+	bool have_fx = p->arena && ada_arena_fork_exit_read(p->arena, &fx);
+	wal_fork_files_take(r, p);
 	/* Summed once, though a manifest that failed is built again. */
 	wal_manifest_agent(root, p->dir_fd, p->agent_summed ? NULL : &r->agent_sums,
-	                   &r->agent_cache);
+	                   &r->agent_cache, have_fx ? &fx : NULL);
 	p->agent_summed = true;
 }
 
@@ -814,6 +823,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "drain", man_drain(r));
 	json_object_set_new(root, "retention", man_retention(r, p));
 	json_object_set_new(root, "shm", man_shm(r));
+	json_object_set_new(root, "fork_notes", wal_fork_counts_json(r));
 	bool mlock_failed = p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED);
 	p->mlock_refused |= mlock_failed; /* for the live view: it reads no arena */
 	json_t *drops = man_drops(r, p);  /* the arena read before warn, linked last, is made */

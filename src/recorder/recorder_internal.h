@@ -166,7 +166,7 @@ struct wal_proc {
 		uint64_t lost, index_bytes, index_events, ring_waits, ring_wait_ns;
 		uint64_t detail_records, detail_waits, detail_wait_ns;
 	} done_sums;
-	bool reaped, gone, finished, our_child;
+	bool reaped, gone, finished, our_child, fork_seen; /* fork_seen: fork_files.c */
 	bool vanished; /* gone before we opened its arena: drain once, never wait */
 	/* When it was admitted, and whether its early manifest ("recording")
 	 * is written: only once it outlives WAL_EARLY_MANIFEST_NS (drain_arena.c,
@@ -698,7 +698,8 @@ struct ada_recorder {
 	uint32_t fd_limit_told;    /* threads that got no file at the limit of open files */
 	uint32_t unread_told;      /* processes with events unread at the end (drain_end.c) */
 	bool fd_limit_detail_told; /* a detail file refused by it: said (detail_persist.c) */
-	bool manifest_fail_told;   /* a manifest write failed: said (manifest.c) */
+	uint64_t fork_made, fork_refused[4]; /* fork notes (fork_files.h, wal_fork_refusal) */
+	bool manifest_fail_told;             /* a manifest write failed: said (manifest.c) */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */
@@ -723,9 +724,8 @@ struct ada_recorder {
 	 * moved): what the windows' detail may take of the pass (flight.c). */
 	uint64_t pass_fill_ns;
 	uint64_t events_total, lost_total;
-	/* Detail records cut from detail files a failed write left short,
-	 * and detail files removed because they could not be sealed
-	 * (detail_persist.c pd_after_cut; the summary says them). */
+	/* Detail records cut from detail files a failed write left short, and
+	 * detail files removed because they could not be sealed (pd_after_cut). */
 	uint64_t detail_cut, detail_removed;
 	bool detail_cut_told;
 	size_t heap_finished_trimmed; /* heap.c: processes finished at the last trim */
@@ -1013,7 +1013,7 @@ void wal_agent_cache_free(struct wal_agent_cache *c);
  * sums (NULL: none) gets what the summary takes from it; cache (NULL:
  * none) spares the parse of a list the last file had too. */
 void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums,
-                        struct wal_agent_cache *cache);
+                        struct wal_agent_cache *cache, const struct ada_fork_exit *fx);
 
 /* agent_inherit.c: a is pid's agent.json; when its "pid" is another's
  * (a forked child that ended without writing its own: it links its

@@ -29,6 +29,7 @@
 #include "arena_internal.h"
 #include "atf.h"
 #include "detail_internal.h"
+#include "fork_files.h"
 #include "recorder_internal.h"
 
 #define REC_BATCH 4096u /* events converted per append: bounds recover's memory */
@@ -1011,6 +1012,19 @@ static void rec_arena_open(struct rec_ctx *c, const char *arena, bool final)
 	}
 }
 
+/* A forked child's files its recorder had not made from its note (it
+ * was killed first): made now (fork_files.c); its exit counts into *fx. */
+static bool rec_fork_files(struct rec_ctx *c, int dfd, const char *pid_dir,
+                           struct ada_fork_exit *fx)
+{
+	char msg[256];
+	bool have = c->arena &&
+	            wal_fork_files_recover(c->arena, dfd, pid_dir, c->pid, fx, msg, sizeof(msg));
+	if (c->arena && msg[0])
+		rec_say(c, msg);
+	return have;
+}
+
 /* The manifest of a process whose recording did not end: state
  * "recovered", its threads, metrics, the arena's counts and warnings;
  * written in pid_dir. Consumes c->threads. */
@@ -1040,8 +1054,11 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	json_object_set_new(man, "abnormal", json_boolean(!json_is_false(ab)));
 	int dfd = -1;
 	/* The hooks and the calls left untraced. */
-	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0 && !json_object_get(man, "hook"))
-		wal_manifest_agent(man, dfd, NULL, NULL);
+	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0 && !json_object_get(man, "hook")) {
+		struct ada_fork_exit fx;
+		bool have_fx = rec_fork_files(c, dfd, pid_dir, &fx);
+		wal_manifest_agent(man, dfd, NULL, NULL, have_fx ? &fx : NULL);
+	}
 	json_t *w = json_object_get(man, "warnings");
 	if (!json_is_array(w))
 		json_object_set_new(man, "warnings", w = json_array());

@@ -129,6 +129,13 @@ struct ada_arena_control {
 	 * writer adds to reaped_head; the entries are seqlocked each. */
 	alignas(ADA_CACHELINE) _Atomic uint64_t reaped_head;
 	alignas(ADA_CACHELINE) struct ring_reaped_entry reaped[ADA_REAPED_SLOTS];
+	/* A forked child's note (forknote.c): the child writes the note
+	 * then stores fork_state with release; the recorder's acquire reads
+	 * it first. Likewise fork_exit and fork_exit_state at the exit. */
+	alignas(ADA_CACHELINE) _Atomic uint32_t fork_state;
+	_Atomic uint32_t fork_exit_state;
+	struct ada_fork_note fork_note;
+	struct ada_fork_exit fork_exit;
 };
 
 struct ada_slot_desc {

@@ -1201,11 +1201,13 @@ def check_shared_modules(rep, session, by_pid, root, replaced, inherited=0):
     file its agent wrote): each of its children writes its own, which that
     child's own children link.
 
-    agent.json is written once per forked child: at exit (a child with
-    symbol files of its own writes it at the fork too), never by a child
-    that ended without its exit handlers (_exit): exactly `inherited`
-    children's agent.json was made by the recorder from an ancestor's
-    (agent_json_writes 0, inherited_from that ancestor)."""
+    A forked child whose parent's files are all there writes none: the
+    recorder makes its pid_N/ from the note in its arena, and folds the
+    counts it noted at exit into the agent.json it makes from an
+    ancestor's (agent_json_writes 0, inherited_from that ancestor,
+    exit_counts "arena"). A child with symbol files of its own writes
+    agent.json at the fork and at exit. Exactly `inherited` children
+    ended without their exit handlers (_exit): theirs has no exit counts."""
     pids = list(by_pid)
     parent = {p: by_pid[p][0].ppid for p in pids}
     made = 0
@@ -1244,7 +1246,11 @@ def check_shared_modules(rep, session, by_pid, root, replaced, inherited=0):
             rep.check(writes == 2 and src is None, "pid_%d/agent.json: the root wrote it %r "
                       "times (want 2: start-up, exit), inherited_from %r" % (pid, writes, src))
         elif src is not None:
-            made += 1
+            # A child that left its files to the recorder (a note in its
+            # arena) and ended through exit() noted its counts there too:
+            # folded in by the recorder ("exit_counts": "arena"); the
+            # others ended without (_exit): inherited as they were.
+            made += aj.get("exit_counts") != "arena"
             anc, p = set(), parent[pid]
             while p in parent and p not in anc:
                 anc.add(p)
@@ -1260,6 +1266,21 @@ def check_shared_modules(rep, session, by_pid, root, replaced, inherited=0):
         rep.check(got == exp, "pid_%d/agent.json symbol_files: %r, expected %r" % (pid, got, exp))
     rep.check(made == inherited, "%d children's agent.json made by the recorder, want %d"
               % (made, inherited))
+    # Every child whose agent.json the recorder made left its files to it
+    # (the note in its arena): the manifests count each note made once.
+    noted, notes = 0, 0
+    for pid in pids:
+        try:
+            with open(os.path.join(session, "pid_%d" % pid, "manifest.json")) as f:
+                man = json.load(f)
+        except (OSError, ValueError):
+            continue
+        notes = max(notes, (man.get("fork_notes") or {}).get("made", 0))
+        noted += (man.get("hook") or {}).get("inherited_from") is not None
+        rep.check(not any((man.get("fork_notes") or {}).get("refused", {}).values()),
+                  "pid_%d: notes refused: %r" % (pid, man.get("fork_notes")))
+    rep.check(notes == noted, "the recorder made %d children's files from their notes, "
+              "%d children's agent.json are its" % (notes, noted))
     children = sum(1 for p in pids if parent[p] == root)
     for n, s in sorted(inodes.items()):
         exp = 1 + children if n in replaced else 1

@@ -4,7 +4,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
             test_wal_loss test_wal_orphans test_wal_dfile test_wal_retfile test_wal_admit
             test_wal_prep test_flight_yield test_wal_retire test_wal_agent_sums test_wal_agent_json
             test_wal_nap test_wal_budget_seal test_wal_ring_table test_wal_guard test_wal_recover
-            test_wal_live_retire test_wal_agent_tmp test_wal_spares)
+            test_wal_live_retire test_wal_agent_tmp test_wal_spares test_wal_fork_files)
     add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
     target_include_directories(${t} PRIVATE ${CMOCKA_INCLUDE_DIR})
     target_link_libraries(${t} PRIVATE ada_recorder ada_recorder_internal ada_wal_internal ada_producer ${CMOCKA_LIBRARY} ada_dep_z

@@ -50,12 +50,12 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	14 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
+	16 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
 	      6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;        \
 	      9: the index ring's wait_stat; 10: the crash record's registers; 11: no low          \
 	      watermark; 12: the creator's machine and counter (ada_arena_origin); 13: the         \
 	      other threads at a crash; 14: drop reasons fd_limit and unread_at_end; 15: the       \
-	      table of reaped children */
+	      table of reaped children; 16: a forked child's fork note and exit counts */
 
 /* The code a forked child runs between fork() and its first traced call
  * (the atfork child handler, the producer's set-up of the child's arena):
@@ -1184,5 +1184,7 @@ static inline void ada_emit_return(uint64_t function_id)
 {
 	ada_emit(function_id, ATF_EVENT_RETURN, ada_producer_depth--);
 }
+
+#include "ring_fork.h" /* a forked child's note of its files (ada_arena_fork_*) */
 
 #endif
