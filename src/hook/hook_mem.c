@@ -748,15 +748,39 @@ static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t
  * exit to the hypervisor, for each of an image's thousands of pages,
  * most of which never run. Not atomic per instruction (the kernel copies
  * bytes): one thread only, and x86_64 only (arm64 needs the cache
- * maintenance patch_write does). false when the kernel refused or wrote
- * less (seccomp, an old kernel): the caller writes them all again its
- * own way (writing the same bytes twice is harmless). */
+ * maintenance patch_write does); not under a seccomp filter
+ * (patch_no_seccomp). false then, or when the kernel refused or wrote
+ * less: the caller writes them all again its own way (writing the same
+ * bytes twice is harmless). */
+/* Whether this process runs under no seccomp filter (/proc/self/status,
+ * "Seccomp:\t0"), read once: a filter that does not allow
+ * process_vm_writev may kill instead of refusing (systemd's
+ * SystemCallFilter= without SystemCallErrorNumber=), so under any filter
+ * the patches are written in place. */
+static bool patch_no_seccomp(void)
+{
+	static int known; /* 0: not read yet, 1: none, 2: a filter or unknown */
+	if (!known) {
+		char buf[4096];
+		int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		const char *at = strstr(buf, "\nSeccomp:");
+		known = at && strtol(at + 9, NULL, 10) == 0 ? 1 : 2;
+	}
+	return known == 1;
+}
+
 static bool patch_write_kernel(const struct hook_patch *patches, size_t n, uint64_t base,
                                uint64_t pg)
 {
 #if defined(__x86_64__) && defined(__linux__)
 	static struct iovec local[PATCH_IOV], remote[PATCH_IOV]; /* callers serialized */
 	size_t k = 0;
+	if (!patch_no_seccomp())
+		return false;
 	while (k < n) {
 		size_t c = 0;
 		ssize_t total = 0;

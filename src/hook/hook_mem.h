@@ -142,7 +142,7 @@ int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n
  * MADV_DONTNEED: copied the expensive way). Callers serialized as above. */
 struct hook_patch_cow {
 	uint64_t dropped, kept, failed;
-	uint64_t kernel_refused; /* one-thread batches process_vm_writev refused: written here */
+	uint64_t kernel_refused; /* one-thread writes the kernel did not do (seccomp, refused) */
 };
 void hook_patch_cow_stats(struct hook_patch_cow *out);
 
