@@ -739,19 +739,6 @@ static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t
 /* Patches per process_vm_writev() call (the kernel takes 1024). */
 #define PATCH_IOV 256
 
-/* Writes those of patches[0..n) whose first page is marked (the others
- * change nothing) through the kernel: process_vm_writev() on this process, in
- * order, PATCH_IOV a call. The kernel makes each copy (a fault on an
- * empty entry, after patch_drop_range) and writes it through its own
- * mapping, so this process never touches the page: on a paravirtualised
- * guest with shadow page tables the first touch of a new page costs an
- * exit to the hypervisor, for each of an image's thousands of pages,
- * most of which never run. Not atomic per instruction (the kernel copies
- * bytes): one thread only, and x86_64 only (arm64 needs the cache
- * maintenance patch_write does); not under a seccomp filter
- * (patch_no_seccomp). false then, or when the kernel refused or wrote
- * less: the caller writes them all again its own way (writing the same
- * bytes twice is harmless). */
 /* Whether this process runs under no seccomp filter (/proc/self/status,
  * "Seccomp:\t0"), read once: a filter that does not allow
  * process_vm_writev may kill instead of refusing (systemd's
@@ -773,6 +760,19 @@ static bool patch_no_seccomp(void)
 	return known == 1;
 }
 
+/* Writes those of patches[0..n) whose first page is marked (the others
+ * change nothing) through the kernel: process_vm_writev() on this process, in
+ * order, PATCH_IOV a call. The kernel makes each copy (a fault on an
+ * empty entry, after patch_drop_range) and writes it through its own
+ * mapping, so this process never touches the page: on a paravirtualised
+ * guest with shadow page tables the first touch of a new page costs an
+ * exit to the hypervisor, for each of an image's thousands of pages,
+ * most of which never run. Not atomic per instruction (the kernel copies
+ * bytes): one thread only, and x86_64 only (arm64 needs the cache
+ * maintenance patch_write does); not under a seccomp filter
+ * (patch_no_seccomp). false then, or when the kernel refused or wrote
+ * less: the caller writes them all again its own way (writing the same
+ * bytes twice is harmless). */
 static bool patch_write_kernel(const struct hook_patch *patches, size_t n, uint64_t base,
                                uint64_t pg)
 {
