@@ -311,6 +311,12 @@ static void agent_json_body(FILE *f)
 	             ",\n  \"analysis_threads\": {\"two_threads\": %" PRIu64
 	             ", \"helper_failed\": %" PRIu64 "}",
 	             par, agent.par_fallback);
+	struct hook_patch_cow cow;
+	hook_patch_cow_stats(&cow);
+	agent_printf(f,
+	             ",\n  \"text_pages\": {\"dropped\": %" PRIu64 ", \"kept\": %" PRIu64
+	             ", \"failed\": %" PRIu64 ", \"kernel_refused\": %" PRIu64 "}",
+	             cow.dropped, cow.kept, cow.failed, cow.kernel_refused);
 	agent_printf(f,
 	             ",\n  \"symbol_files\": {\"written\": %" PRIu64 ", \"shared\": %" PRIu64
 	             ", \"share_failed\": %" PRIu64 ", \"bodies_written\": %" PRIu64

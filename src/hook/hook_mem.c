@@ -10,12 +10,15 @@
  * Layout: m->regions is an array of mmap'ed regions, each owned by one
  * module id and bump-allocated; `open` regions are RW, sealed ones RX.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "hook_mem.h"
@@ -543,22 +546,6 @@ __attribute__((no_sanitize("thread"))) static void patch_write(uint8_t *dst, con
 	__builtin___clear_cache((char *)(dst + a), (char *)(dst + b));
 }
 
-/* Breaks copy-on-write of [lo, hi) in one call when it spans more than a
- * page: one trap per page otherwise, the larger part of hooking an image
- * like libc (a few hundred pages, nearly all patched). A refusal (before
- * Linux 5.14) changes nothing: the writes fault as before. */
-static void patch_populate_range(uint64_t lo, uint64_t hi, uint64_t pg)
-{
-#ifdef MADV_POPULATE_WRITE
-	if (hi - lo > pg)
-		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-	(void)lo;
-	(void)hi;
-	(void)pg;
-#endif
-}
-
 /* Whether patch_write() would change a byte of p (read in a loop, as
  * patch_write does, not through memcmp: ThreadSanitizer has no shadow for
  * code pages). */
@@ -571,57 +558,279 @@ __attribute__((no_sanitize("thread"))) static bool patch_changes(const struct ho
 	return false;
 }
 
-/* Populates, writable, the pages patches[i..j) will write, in runs of
- * adjacent pages: a page no patch changes is not copied. */
-static void patch_populate(const struct hook_patch *patches, size_t i, size_t j, uint64_t pg)
+/* The pages one drop step spans at most (64 MiB: one step for all but
+ * the largest images) and one write step (1 MiB: the copies are still in
+ * the caches when the writes come). */
+#define PATCH_DROP_PAGES 16384
+#define PATCH_WRITE_PAGES 256
+
+/* /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst). */
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAP (1ull << 62)
+#define PM_FILE (1ull << 61) /* a file's page (or shared anonymous) */
+#define PM_BATCH 256         /* entries read at a time */
+
+/* The callers are serialized (hook_mem.h): one step's state, static so
+ * that a dlopen on a small thread stack does not carry it. */
+static struct {
+	uint64_t changed[PATCH_DROP_PAGES / 64]; /* pages a patch changes, from the step's first */
+	uint64_t ent[PM_BATCH];
+	struct hook_patch_cow cow;
+} patch_step;
+
+void hook_patch_cow_stats(struct hook_patch_cow *out)
 {
-	uint64_t lo = 0, hi = 0;
-	for (size_t k = i; k < j; k++) {
+	*out = patch_step.cow;
+}
+
+/* Drops [from, to), counting its present pages as dropped or failed. */
+static void patch_drop(uint64_t from, uint64_t to, uint64_t present)
+{
+	if (!present)
+		return; /* nothing mapped: each copy is a fault on an empty entry already */
+	if (madvise((void *)from, to - from, MADV_DONTNEED) == 0)
+		patch_step.cow.dropped += present;
+	else
+		patch_step.cow.failed += present;
+}
+
+/* Makes the copies of [lo, hi)'s pages cheap. Copying a page that is
+ * mapped (breaking copy-on-write of a present entry) flushes its
+ * translation, one flush per page -- on a paravirtualised guest an exit
+ * to the hypervisor and a wait for the other CPUs each: the larger part
+ * of hooking cc1 (thousands of pages) on such a host. A page that
+ * still maps its file's bytes loses nothing by being dropped
+ * (MADV_DONTNEED): its copy is then a fault on an empty entry, and the
+ * drop flushes once for the whole run. Only such pages are dropped: one
+ * that holds a private copy already (an earlier patch, a text
+ * relocation, a uprobe; or swapped out) is anonymous in
+ * /proc/self/pagemap and kept, as MADV_DONTNEED would throw its bytes
+ * away. Nobody but the agent (patch_unlock) has made these pages
+ * writable, so nothing makes a copy between the read of pagemap and the
+ * drop but a program writing its own code behind the agent's back.
+ * Without pagemap nothing is dropped; the pages are counted failed and
+ * copied as before. */
+static void patch_drop_range(uint64_t lo, uint64_t hi, uint64_t pg)
+{
+	uint64_t from = lo, present = 0, a = lo;
+	int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+	while (a < hi) {
+		size_t n = (hi - a) / pg < PM_BATCH ? (size_t)((hi - a) / pg) : PM_BATCH;
+		ssize_t want = (ssize_t)(n * sizeof(uint64_t));
+		if (pm < 0 || pread(pm, patch_step.ent, (size_t)want,
+		                    (off_t)(a / pg * sizeof(uint64_t))) != want) {
+			patch_step.cow.failed += (hi - a) / pg;
+			break;
+		}
+		for (size_t q = 0; q < n; q++, a += pg) {
+			uint64_t e = patch_step.ent[q];
+			if ((e & PM_SWAP) || ((e & PM_PRESENT) && !(e & PM_FILE))) {
+				patch_drop(from, a, present);
+				patch_step.cow.kept++;
+				from = a + pg;
+				present = 0;
+			} else if (e & PM_PRESENT) {
+				present++;
+			}
+		}
+	}
+	if (from < a)
+		patch_drop(from, a, present);
+	if (pm >= 0)
+		close(pm);
+}
+
+/* Marks in patch_step.changed (bit x: page base + x pages) the pages
+ * that patches[i..j) change, as far as the step reaches (PATCH_DROP_PAGES
+ * pages from base); returns the end of the patches within reach and
+ * raises *hi to the end of the last page marked. Reads every patched
+ * byte: before the drop, as reading a dropped page would map it again. */
+static size_t patch_mark(const struct hook_patch *patches, size_t i, size_t j, uint64_t base,
+                         uint64_t pg, uint64_t *hi)
+{
+	uint64_t limit = base + PATCH_DROP_PAGES * pg;
+	size_t k = i;
+	for (; k < j && patches[k].addr + patches[k].len <= limit; k++) {
 		const struct hook_patch *p = &patches[k];
 		if (!patch_changes(p))
 			continue; /* patch_write writes nothing */
-		uint64_t a = p->addr & ~(pg - 1), b = (p->addr + p->len + pg - 1) & ~(pg - 1);
-		if (hi && a <= hi) {
-			hi = b > hi ? b : hi;
-			continue;
-		}
-		if (hi)
-			patch_populate_range(lo, hi, pg);
-		lo = a;
-		hi = b;
+		uint64_t b = (p->addr + p->len + pg - 1) & ~(pg - 1);
+		for (uint64_t x = (p->addr - base) / pg; x < (b - base) / pg; x++)
+			patch_step.changed[x / 64] |= 1ull << (x % 64);
+		*hi = b > *hi ? b : *hi;
 	}
-	if (hi)
-		patch_populate_range(lo, hi, pg);
+	return k;
 }
 
-/* Pages copied and written per step of patch_run(): an image whose text is
- * tens of MiB (cc1: 20 MiB, 26 000 patches) would otherwise have every page
- * copied before the first is written, and each write miss the caches the
- * copies have long left; 64 KiB stay in the second-level cache. */
-#define PATCH_CHUNK_PAGES 16
+/* Unmarked pages a copy run bridges: copying one costs less than the
+ * call a gap would add (cc1: 600 runs otherwise). */
+#define PATCH_POPULATE_GAP 2
 
-/* The end of patches[k..j)'s step: the first patch that starts
- * PATCH_CHUNK_PAGES pages or more after patches[k]'s page (patches are in
- * address order). */
-static size_t patch_chunk_end(const struct hook_patch *patches, size_t k, size_t j, uint64_t pg)
+static void patch_populate_run(uint64_t from, uint64_t to)
 {
-	uint64_t end = (patches[k].addr & ~(pg - 1)) + PATCH_CHUNK_PAGES * pg;
-	size_t e = k + 1;
-	while (e < j && patches[e].addr < end)
-		e++;
-	return e;
+#ifdef MADV_POPULATE_WRITE
+	if (from < to)
+		(void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+#else
+	(void)from;
+	(void)to;
+#endif
 }
 
-/* Writes patches[i..j) (sorted, their pages writable) PATCH_CHUNK_PAGES
- * pages at a time. */
+/* Copies, writable, the marked pages of [lo, hi) (page-aligned, within
+ * the step that starts at base), a run of nearby ones per call: one trap
+ * per page otherwise. A refusal (before Linux 5.14) changes nothing: the
+ * writes fault as before. */
+static void patch_populate(uint64_t base, uint64_t lo, uint64_t hi, uint64_t pg)
+{
+	uint64_t from = 0, to = 0;
+	for (uint64_t a = lo; a < hi; a += pg) {
+		uint64_t x = (a - base) / pg;
+		if (!((patch_step.changed[x / 64] >> (x % 64)) & 1u))
+			continue;
+		if (!from || a - to > PATCH_POPULATE_GAP * pg) {
+			patch_populate_run(from, to);
+			from = a;
+		}
+		to = a + pg;
+	}
+	patch_populate_run(from, to);
+}
+
+/* Starts a drop step at base: nothing marked yet. */
+static void patch_step_begin(uint64_t *hi)
+{
+	memset(patch_step.changed, 0, sizeof(patch_step.changed));
+	*hi = 0;
+}
+
+/* Writes patches[i..j) (sorted, their pages writable): per drop step,
+ * the clean pages it spans dropped in one call (patch_drop_range; the
+ * ones no patch changes are mapped again when they run, by a read fault
+ * each 16 pages), then PATCH_WRITE_PAGES at a time the pages it changes
+ * copied and its patches written. Nothing but the agent's own calls into
+ * an image being patched (libc's) reads a dropped page before its copy. */
 static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t j, uint64_t pg)
 {
 	for (size_t k = i; k < j;) {
-		size_t e = patch_chunk_end(patches, k, j, pg);
-		patch_populate(patches, k, e, pg);
-		for (; k < e; k++)
-			patch_write((uint8_t *)patches[k].addr, patches[k].bytes, patches[k].len);
+		uint64_t base = patches[k].addr & ~(pg - 1), hi;
+		patch_step_begin(&hi);
+		size_t end = patch_mark(patches, k, j, base, pg, &hi);
+		if (hi)
+			patch_drop_range(base, hi, pg);
+		while (k < end) {
+			uint64_t lo = patches[k].addr & ~(pg - 1),
+			         top = lo + PATCH_WRITE_PAGES * pg;
+			size_t e = k;
+			uint64_t whi = 0;
+			for (; e < end && patches[e].addr < top; e++) {
+				uint64_t b = patches[e].addr + patches[e].len;
+				whi = b > whi ? b : whi;
+			}
+			patch_populate(base, lo, (whi + pg - 1) & ~(pg - 1), pg);
+			for (; k < e; k++)
+				patch_write((uint8_t *)patches[k].addr, patches[k].bytes,
+				            patches[k].len);
+		}
 	}
+}
+
+/* Patches per process_vm_writev() call (the kernel takes 1024). */
+#define PATCH_IOV 256
+
+/* Whether this process runs under no seccomp filter (/proc/self/status,
+ * "Seccomp:\t0"), read once: a filter that does not allow
+ * process_vm_writev may kill instead of refusing (systemd's
+ * SystemCallFilter= without SystemCallErrorNumber=), so under any filter
+ * the patches are written in place. */
+static bool patch_no_seccomp(void)
+{
+	static int known; /* 0: not read yet, 1: none, 2: a filter or unknown */
+	if (!known) {
+		char buf[4096];
+		int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		const char *at = strstr(buf, "\nSeccomp:");
+		known = at && strtol(at + 9, NULL, 10) == 0 ? 1 : 2;
+	}
+	return known == 1;
+}
+
+/* Writes those of patches[0..n) whose first page is marked (the others
+ * change nothing) through the kernel: process_vm_writev() on this process, in
+ * order, PATCH_IOV a call. The kernel makes each copy (a fault on an
+ * empty entry, after patch_drop_range) and writes it through its own
+ * mapping, so this process never touches the page: on a paravirtualised
+ * guest with shadow page tables the first touch of a new page costs an
+ * exit to the hypervisor, for each of an image's thousands of pages,
+ * most of which never run. Not atomic per instruction (the kernel copies
+ * bytes): one thread only, and x86_64 only (arm64 needs the cache
+ * maintenance patch_write does); not under a seccomp filter
+ * (patch_no_seccomp). false then, or when the kernel refused or wrote
+ * less: the caller writes them all again its own way (writing the same
+ * bytes twice is harmless). */
+static bool patch_write_kernel(const struct hook_patch *patches, size_t n, uint64_t base,
+                               uint64_t pg)
+{
+#if defined(__x86_64__) && defined(__linux__)
+	static struct iovec local[PATCH_IOV], remote[PATCH_IOV]; /* callers serialized */
+	size_t k = 0;
+	if (!patch_no_seccomp())
+		return false;
+	while (k < n) {
+		size_t c = 0;
+		ssize_t total = 0;
+		for (; k < n && c < PATCH_IOV; k++) {
+			uint64_t x = (patches[k].addr - base) / pg;
+			if (!((patch_step.changed[x / 64] >> (x % 64)) & 1u))
+				continue;
+			local[c] =
+			    (struct iovec){(void *)(uintptr_t)patches[k].bytes, patches[k].len};
+			remote[c++] =
+			    (struct iovec){(void *)(uintptr_t)patches[k].addr, patches[k].len};
+			total += (ssize_t)patches[k].len;
+		}
+		if (c && process_vm_writev(getpid(), local, c, remote, c, 0) != total)
+			return false;
+	}
+	return true;
+#else
+	(void)patches, (void)n, (void)base, (void)pg;
+	return false;
+#endif
+}
+
+/* Writes every patch of first, then every patch of then (each sorted,
+ * their pages [lo, hi) writable, one drop step at most): the pages both
+ * change marked before anything is dropped -- then's marks read its
+ * bytes, which after a drop for first alone would map every page again
+ * but first's -- dropped in one step, then written in the order
+ * hook_patch_apply_pair() promises: by the kernel when one_thread
+ * (patch_write_kernel), else copied at once and written here. */
+static void patch_write_pair(const struct hook_patch *first, size_t n_first,
+                             const struct hook_patch *then, size_t n_then, uint64_t lo, uint64_t pg,
+                             bool one_thread)
+{
+	uint64_t hi;
+	patch_step_begin(&hi);
+	patch_mark(first, 0, n_first, lo, pg, &hi);
+	patch_mark(then, 0, n_then, lo, pg, &hi);
+	if (!hi)
+		return; /* nothing changes */
+	patch_drop_range(lo, hi, pg);
+	if (one_thread && patch_write_kernel(first, n_first, lo, pg) &&
+	    patch_write_kernel(then, n_then, lo, pg))
+		return;
+	patch_step.cow.kernel_refused += one_thread;
+	patch_populate(lo, lo, hi, pg);
+	for (size_t k = 0; k < n_first; k++)
+		patch_write((uint8_t *)first[k].addr, first[k].bytes, first[k].len);
+	for (size_t k = 0; k < n_then; k++)
+		patch_write((uint8_t *)then[k].addr, then[k].bytes, then[k].len);
 }
 
 /* One patch whose bytes lie in two mappings: each page on its own. */
@@ -722,7 +931,7 @@ static void patch_span(const struct hook_patch *patches, size_t n, uint64_t *lo,
 
 /* hook_patch_apply_pair() over the mappings maps. */
 static int patch_pair_over(const struct hook_map *maps, int n_maps, struct hook_patch *first,
-                           size_t n_first, struct hook_patch *then, size_t n_then)
+                           size_t n_first, struct hook_patch *then, size_t n_then, bool one_thread)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), lo = UINT64_MAX, hi = 0;
 	patch_sort(first, n_first);
@@ -739,8 +948,12 @@ static int patch_pair_over(const struct hook_map *maps, int n_maps, struct hook_
 	int err = patch_unlock(lo, hi - lo, maps[m].prot);
 	if (err)
 		return err;
-	patch_write_steps(first, 0, n_first, pg);
-	patch_write_steps(then, 0, n_then, pg);
+	if (hi - lo <= PATCH_DROP_PAGES * pg) {
+		patch_write_pair(first, n_first, then, n_then, lo, pg, one_thread);
+	} else {
+		patch_write_steps(first, 0, n_first, pg);
+		patch_write_steps(then, 0, n_then, pg);
+	}
 	return patch_relock(lo, hi - lo, maps[m].prot);
 }
 
@@ -775,12 +988,12 @@ int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n
 	if (m && m->maps_fresh != MEM_MAPS_STALE &&
 	    patch_all_mapped(m->maps, m->n_maps, first, n_first) &&
 	    patch_all_mapped(m->maps, m->n_maps, then, n_then))
-		return patch_pair_over(m->maps, m->n_maps, first, n_first, then, n_then);
+		return patch_pair_over(m->maps, m->n_maps, first, n_first, then, n_then, true);
 	struct hook_map *maps = NULL;
 	int n_maps = 0;
 	err = maps_load(&maps, &n_maps);
 	if (!err)
-		err = patch_pair_over(maps, n_maps, first, n_first, then, n_then);
+		err = patch_pair_over(maps, n_maps, first, n_first, then, n_then, m != NULL);
 	free(maps);
 	return err;
 }

@@ -134,6 +134,18 @@ int hook_patch_apply(struct hook_patch *patches, size_t n);
 int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n_first,
                           struct hook_patch *then, size_t n_then);
 
+/* What the patch writes did to the pages they copied (copy-on-write of an
+ * image's text), counted over the process's life: clean pages dropped
+ * first so that their copies are cheap, pages that held a private copy
+ * already (kept: copied the expensive way, per page), and pages that
+ * could not be judged or dropped (no /proc/self/pagemap, a refused
+ * MADV_DONTNEED: copied the expensive way). Callers serialized as above. */
+struct hook_patch_cow {
+	uint64_t dropped, kept, failed;
+	uint64_t kernel_refused; /* one-thread writes the kernel did not do (seccomp, refused) */
+};
+void hook_patch_cow_stats(struct hook_patch_cow *out);
+
 /* /proc/self/maps parsing, exposed for tests. */
 struct hook_map {
 	uint64_t start, end;

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -302,13 +303,131 @@ static void test_patch_pair(void **state)
 	munmap(p, 3 * (size_t)pg);
 }
 
+/* A private mapping of a new file of n pages, page k filled with k + 1,
+ * every page read once (mapped, as the agent's analysis leaves an image's
+ * text). */
+static uint8_t *file_text(size_t n, int *fd_out)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char path[] = "/tmp/ada_test_hook_mem_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	uint8_t *page = malloc((size_t)pg);
+	assert_non_null(page);
+	for (size_t k = 0; k < n; k++) {
+		memset(page, (int)(k + 1), (size_t)pg);
+		assert_int_equal(pwrite(fd, page, (size_t)pg, (off_t)(k * (size_t)pg)), pg);
+	}
+	free(page);
+	uint8_t *p = mmap(NULL, n * (size_t)pg, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_ptr_not_equal(p, MAP_FAILED);
+	volatile uint8_t sum = 0;
+	for (size_t k = 0; k < n; k++)
+		sum = (uint8_t)(sum + p[k * (size_t)pg]);
+	(void)sum;
+	*fd_out = fd;
+	return p;
+}
+
+/* The drop before the copies (patch_drop_range): a page that holds a
+ * private copy already keeps its bytes (counted kept), the clean ones are
+ * dropped and come back with the file's bytes plus the patch; the file is
+ * never written. */
+static void test_patch_drop_keeps_copies(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int fd;
+	uint8_t *p = file_text(8, &fd);
+	struct hook_patch patches[8];
+	struct hook_patch_cow before, after;
+
+	(void)state;
+	/* page 3: a private copy with a byte of its own (a text relocation) */
+	assert_int_equal(mprotect(p + 3 * pg, (size_t)pg, PROT_READ | PROT_WRITE), 0);
+	p[3 * pg + 100] = 0xaa;
+	assert_int_equal(mprotect(p + 3 * pg, (size_t)pg, PROT_READ | PROT_EXEC), 0);
+	for (size_t k = 0; k < 8; k++)
+		patches[k] = (struct hook_patch){
+		    (uint64_t)p + k * (size_t)pg + 16, 5, {0xe9, (uint8_t)k, 1, 2, 3}};
+	hook_patch_cow_stats(&before);
+	assert_int_equal(hook_patch_apply(patches, 8), 0);
+	hook_patch_cow_stats(&after);
+	assert_int_equal(after.kept - before.kept, 1);
+	/* the other 7 were mapped: dropped (failed without pagemap) */
+	assert_true(after.dropped - before.dropped + after.failed - before.failed <= 7);
+	assert_true(after.dropped - before.dropped + after.failed - before.failed >= 1);
+	assert_int_equal(p[3 * pg + 100], 0xaa);
+	for (size_t k = 0; k < 8; k++) {
+		uint8_t want[5] = {0xe9, (uint8_t)k, 1, 2, 3};
+		assert_memory_equal(p + k * (size_t)pg + 16, want, 5);
+		assert_int_equal(p[k * (size_t)pg + 15], k + 1);
+		assert_int_equal(p[k * (size_t)pg + 21], k + 1);
+		assert_int_equal(p[k * (size_t)pg + pg - 1], k + 1);
+		assert_int_equal(prot_of(p + k * (size_t)pg), PROT_READ | PROT_EXEC);
+	}
+	uint8_t b;
+	assert_int_equal(pread(fd, &b, 1, 16), 1);
+	assert_int_equal(b, 1);
+	munmap(p, 8 * (size_t)pg);
+	close(fd);
+}
+
+/* hook_patch_apply_pair() with a struct hook_mem (the start-up scan, one
+ * thread): on x86_64 the kernel writes the patches (patch_write_kernel),
+ * first before then as always; the same bytes whichever way they went. */
+static void test_patch_pair_one_thread(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int fd;
+	uint8_t *p = file_text(4, &fd);
+	struct hook_mem *m;
+	struct hook_patch first[2] = {
+	    {(uint64_t)p + 2 * (size_t)pg + 40, 5, {0xe9, 9, 9, 9, 9}},
+	    {(uint64_t)p + 100, 5, {0xe9, 1, 1, 1, 1}},
+	};
+	struct hook_patch then[2] = {
+	    {(uint64_t)p + 98, 8, {0xeb, 2, 3, 3, 3, 3, 3, 3}},
+	    {(uint64_t)p + 3 * (size_t)pg - 2, 4, {4, 4, 4, 4}}, /* straddles pages 2 and 3 */
+	};
+	struct hook_patch_cow before, after;
+
+	(void)state;
+	assert_int_equal(hook_mem_new(&m), 0);
+	hook_patch_cow_stats(&before);
+	assert_int_equal(hook_patch_apply_pair(m, first, 2, then, 2), 0);
+	hook_patch_cow_stats(&after);
+	assert_memory_equal(p + 98, "\xeb\x02\x03\x03\x03\x03\x03\x03", 8);
+	assert_int_equal(p[106], 1);
+	assert_int_equal(p[97], 1);
+	assert_memory_equal(p + 2 * pg + 40, "\xe9\x09\x09\x09\x09", 5);
+	assert_memory_equal(p + 3 * pg - 2, "\x04\x04\x04\x04", 4);
+	assert_int_equal(p[3 * pg + 2], 4);
+	assert_int_equal(p[pg + 5], 2); /* page 1: no patch, the file's */
+	assert_int_equal(after.kept, before.kept);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(prot_of(p + k * pg), PROT_READ | PROT_EXEC);
+	/* again: the pages are private copies now, kept; nothing changes */
+	assert_int_equal(hook_patch_apply_pair(m, first, 2, then, 2), 0);
+	assert_memory_equal(p + 98, "\xeb\x02\x03\x03\x03\x03\x03\x03", 8);
+	hook_mem_free(m);
+	munmap(p, 4 * (size_t)pg);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_maps_parse),          cmocka_unit_test(test_main_stack),
-	    cmocka_unit_test(test_alloc_near_and_seal), cmocka_unit_test(test_is_tramp),
-	    cmocka_unit_test(test_patch_apply),         cmocka_unit_test(test_patch_run),
-	    cmocka_unit_test(test_patch_steps),         cmocka_unit_test(test_patch_pair),
+	    cmocka_unit_test(test_maps_parse),
+	    cmocka_unit_test(test_main_stack),
+	    cmocka_unit_test(test_alloc_near_and_seal),
+	    cmocka_unit_test(test_is_tramp),
+	    cmocka_unit_test(test_patch_apply),
+	    cmocka_unit_test(test_patch_run),
+	    cmocka_unit_test(test_patch_steps),
+	    cmocka_unit_test(test_patch_pair),
+	    cmocka_unit_test(test_patch_drop_keeps_copies),
+	    cmocka_unit_test(test_patch_pair_one_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
