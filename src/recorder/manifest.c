@@ -687,6 +687,17 @@ static void man_wait_statuses(json_t *root, struct ada_recorder *r, struct wal_p
 	json_object_set_new(root, "wait_statuses", wal_wait_notes_json(r));
 }
 
+/* The recording's fork notes so far. A final manifest makes its own
+ * process's files from its note first (man_final would, after this
+ * count): the last manifest written counts every note made. */
+static void man_fork_notes(json_t *root, struct ada_recorder *r, struct wal_proc *p,
+                           const char *state)
+{
+	if (strcmp(state, "recording"))
+		wal_fork_files_take(r, p);
+	json_object_set_new(root, "fork_notes", wal_fork_counts_json(r));
+}
+
 /* A final manifest's exit, and what the agent wrote: agent.json the first
  * time, the first final manifest's copy of it after. */
 static void man_final(json_t *root, struct ada_recorder *r, struct wal_proc *p)
@@ -823,7 +834,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "drain", man_drain(r));
 	json_object_set_new(root, "retention", man_retention(r, p));
 	json_object_set_new(root, "shm", man_shm(r));
-	json_object_set_new(root, "fork_notes", wal_fork_counts_json(r));
+	man_fork_notes(root, r, p, state);
 	bool mlock_failed = p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED);
 	p->mlock_refused |= mlock_failed; /* for the live view: it reads no arena */
 	json_t *drops = man_drops(r, p);  /* the arena read before warn, linked last, is made */
