@@ -739,6 +739,7 @@ static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t
 /* Patches per process_vm_writev() call (the kernel takes 1024). */
 #define PATCH_IOV 256
 
+#if defined(__x86_64__) && defined(__linux__)
 /* Whether this process runs under no seccomp filter (/proc/self/status,
  * "Seccomp:\t0"), read once: a filter that does not allow
  * process_vm_writev may kill instead of refusing (systemd's
@@ -759,6 +760,7 @@ static bool patch_no_seccomp(void)
 	}
 	return known == 1;
 }
+#endif
 
 /* Writes those of patches[0..n) whose first page is marked (the others
  * change nothing) through the kernel: process_vm_writev() on this process, in
