@@ -587,24 +587,41 @@ int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf,
 	return err;
 }
 
+static bool fs_is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* $HOME/.cache/ada/<sub> when $HOME/.cache exists: ada makes none in a
+ * HOME that has none (the traced program's HOME is often the user's). */
+static int fs_home_cache_dir(const char *sub, char *out, size_t cap)
+{
+	const char *home = secure_getenv("HOME");
+	if (!home || home[0] != '/')
+		return -ENOENT;
+	int n = snprintf(out, cap, "%s/.cache", home);
+	if (n <= 0 || (size_t)n >= cap)
+		return -ENAMETOOLONG;
+	if (!fs_is_dir(out))
+		return -ENOENT;
+	n = snprintf(out, cap, "%s/.cache/ada/%s", home, sub);
+	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}
+
 int ada_fs_cache_dir(const char *sub, char *out, size_t cap)
 {
-	const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");
-	int n;
+	const char *xdg = secure_getenv("XDG_CACHE_HOME");
 	if (xdg && xdg[0] == '/') {
-		n = snprintf(out, cap, "%s/ada/%s", xdg, sub);
-	} else {
-		if (!home || home[0] != '/')
-			return -ENOENT;
-		/* $HOME/.cache only when it exists: ada makes none in a HOME that
-		 * has none (the traced program's HOME is often the user's). */
-		struct stat st;
-		n = snprintf(out, cap, "%s/.cache", home);
-		if (n <= 0 || (size_t)n >= cap)
-			return -ENAMETOOLONG;
-		if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode))
-			return -ENOENT;
-		n = snprintf(out, cap, "%s/.cache/ada/%s", home, sub);
+		int n = snprintf(out, cap, "%s/ada/%s", xdg, sub);
+		return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 	}
+	int err = fs_home_cache_dir(sub, out, cap);
+	/* root, whose HOME has no .cache (a fresh machine, a container): the
+	 * system's cache directory, so that every exec is not analysed
+	 * afresh -- 2.5x the start-up of a large image such as cc1. */
+	if (err != -ENOENT || geteuid() != 0 || !fs_is_dir(ADA_FS_SYSTEM_CACHE))
+		return err;
+	int n = snprintf(out, cap, "%s/ada/%s", ADA_FS_SYSTEM_CACHE, sub);
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }

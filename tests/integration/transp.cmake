@@ -14,6 +14,8 @@ endfunction()
 
 # ada creates nothing in the program's HOME or working directory (issue 34).
 ada_transp(home /bin/sh)
+# root without ~/.cache keeps its plan cache in /var/cache/ada (0700).
+ada_transp(root_cache /bin/true)
 # A program started through a link is named by the link (issue 36).
 ada_transp(linkname ${ADA_TGT_DIR}/t_threads_O2)
 

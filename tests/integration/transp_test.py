@@ -1067,7 +1067,46 @@ def case_home(args, work):
             before, after))
 
 
-CASES = {"resync_fork": case_resync_fork, "sigdisp": case_sigdisp, "linkname": case_linkname, "home": case_home, "noshebang": case_noshebang,
+ROOT_CACHE_SCRIPT = r"""
+set -e
+mount -t tmpfs -o size=256m,mode=0755 tmpfs /var/cache
+for i in 1 2; do "$ADA" record --out "$OUT/run$i" -- /bin/sh -c true >/dev/null; done
+stat -c '%a %u' /var/cache/ada /var/cache/ada/plans
+ls /var/cache/ada/plans | grep -c '[.]plan$'
+"""
+
+
+def case_root_cache(args, work):
+    """root whose HOME has no .cache keeps its plan cache in /var/cache/ada
+    (0700, root's): the second run of a program hits it, and HOME is left
+    as it was. /var/cache is a tmpfs of a mount namespace of the test's own."""
+    if os.geteuid() != 0:
+        raise Skip("only root uses /var/cache/ada (run the tests as root)")
+    if not shutil.which("unshare"):
+        raise Skip("unshare is not installed (Debian package util-linux)")
+    home = os.path.join(work, "home")
+    os.makedirs(home)
+    env = dict(os.environ, HOME=home, ADA=args.ada, OUT=os.path.join(work, "out"))
+    env.pop("XDG_CACHE_HOME", None)
+    rc, out, err = run(["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                        ROOT_CACHE_SCRIPT], env=env)
+    if rc != 0:
+        raise Fail("the two runs in a namespace of their own failed (%d):\n%s" % (rc, err))
+    lines = out.decode().split()
+    if lines[:5] != ["700", "0", "700", "0", lines[4]] or int(lines[4]) < 1:
+        raise Fail("/var/cache/ada and its plans: mode, owner and plan count %r "
+                   "(700 0 700 0 and at least 1 expected)" % lines)
+    hits = 0
+    for f in glob.glob(os.path.join(work, "out", "run2", "session_*", "pid_*", "agent.json")):
+        with open(f) as fh:
+            hits += json.load(fh)["plan_cache"]["hits"]
+    if hits < 1:
+        raise Fail("the second run did not use the plan cache of the first (0 hits)")
+    if os.listdir(home):
+        raise Fail("HOME holds %r after two runs (it was empty)" % os.listdir(home))
+
+
+CASES = {"root_cache": case_root_cache, "resync_fork": case_resync_fork, "sigdisp": case_sigdisp, "linkname": case_linkname, "home": case_home, "noshebang": case_noshebang,
          "program_exec": case_program_exec, "sigforward": case_sigforward, "nohup": case_nohup,
          "leftover": case_leftover,
          "leftover_interrupt": lambda args, work: case_leftover(args, work, True),

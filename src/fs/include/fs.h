@@ -129,9 +129,13 @@ int ada_fs_dir_trusted(int fd, uid_t uid);
 
 #define ADA_FS_WALK_CREATE 1u /* ada_fs_walk: create what is missing (0700) */
 
+/* Where root's cache is when its HOME has no .cache (ada_fs_cache_dir). */
+#define ADA_FS_SYSTEM_CACHE "/var/cache"
+
 /* ada's per-user cache directory sub (plans: the agent's plan cache; tsc):
  * $XDG_CACHE_HOME/ada/<sub>, else $HOME/.cache/ada/<sub> when $HOME/.cache
- * exists (ada creates no .cache in a HOME that has none), absolute values
+ * exists (ada creates no .cache in a HOME that has none), else, for root
+ * only, /var/cache/ada/<sub>; absolute values
  * only (relative ones are invalid, XDG spec), through secure_getenv (a
  * set-uid program must not cache where its caller says). Only the ada
  * command calls it: the agent is given its plan directory (ADA_PLAN_CACHE)
