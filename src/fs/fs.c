@@ -619,7 +619,7 @@ int ada_fs_cache_dir(const char *sub, char *out, size_t cap)
 	int err = fs_home_cache_dir(sub, out, cap);
 	/* root, whose HOME has no .cache (a fresh machine, a container): the
 	 * system's cache directory, so that every exec is not analysed
-	 * afresh -- 2.5x the start-up of a large image such as cc1. */
+	 * afresh, which for a large image such as cc1 is most of its start-up. */
 	if (err != -ENOENT || geteuid() != 0 || !fs_is_dir(ADA_FS_SYSTEM_CACHE))
 		return err;
 	int n = snprintf(out, cap, "%s/ada/%s", ADA_FS_SYSTEM_CACHE, sub);
