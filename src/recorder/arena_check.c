@@ -255,9 +255,8 @@ static bool check_recorded_alive(const struct ada_recorder *r, pid_t pid)
 /* ppid of pid from /proc/PID/stat (wal_stat_ppid()); -1 when gone or
  * unreadable; the walk's root when that parent is a live process we
  * record (one read for a forked child, not one per generation). */
-static pid_t check_ppid(pid_t pid, void *arg)
+static pid_t check_read_ppid(pid_t pid)
 {
-	const struct check_walk *w = arg;
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -268,7 +267,19 @@ static pid_t check_ppid(pid_t pid, void *arg)
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	pid_t up = (pid_t)wal_stat_ppid(buf);
+	return (pid_t)wal_stat_ppid(buf);
+}
+
+static pid_t check_ppid(pid_t pid, void *arg)
+{
+	const struct check_walk *w = arg;
+	pid_t up = check_read_ppid(pid);
+	/* The kernel reads the state before the parent: a child reaped
+	 * between the two reads shows a live state with ppid 0, as a process
+	 * whose parent is outside our pid namespace does. Only the latter is
+	 * still there when asked again (bounded_reaprace under load). */
+	if (up == 0)
+		up = check_read_ppid(pid);
 	return up > 0 && check_recorded_alive(w->r, up) ? w->root : up;
 }
 

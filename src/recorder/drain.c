@@ -1082,6 +1082,19 @@ static void drain_nap(struct ada_recorder *r)
  * told after a process's final manifest was written: that manifest is
  * written again, so its warnings and counts (shm.pid_reused_arenas) hold
  * everything the recording told. */
+/* Notes of reaped children read after the last manifest was written
+ * (the reaper's table read late, under load): the program's manifest, or
+ * the last finished one's, is written again to count them. */
+static void drain_restate_wait_notes(struct ada_recorder *r)
+{
+	struct wal_proc *last = NULL;
+	for (size_t i = 0; i < r->nprocs && wal_wait_notes_unshown(r); i++)
+		if (r->procs[i]->finished && (!last || last->pid != r->main_pid))
+			last = r->procs[i];
+	if (last)
+		wal_manifest_write(r, last, "complete");
+}
+
 static void drain_restate(struct ada_recorder *r)
 {
 	size_t told = json_array_size(r->warnings);
@@ -1095,6 +1108,7 @@ static void drain_restate(struct ada_recorder *r)
 			(void)ada_fs_mkdir(r->session_fd, strrchr(p->dir, '/') + 1, 0, &p->dir_fd);
 		wal_manifest_write(r, p, "complete");
 	}
+	drain_restate_wait_notes(r);
 }
 
 void *wal_drain_main(void *arg)

@@ -684,7 +684,7 @@ static void man_wait_statuses(json_t *root, struct ada_recorder *r, struct wal_p
 		p->exit_unknown_counted = true;
 		r->wait_notes.c.unknown++;
 	}
-	json_object_set_new(root, "wait_statuses", wal_wait_notes_json(r));
+	json_object_set_new(root, "wait_statuses", wal_wait_notes_manifest_json(r));
 }
 
 /* The recording's fork notes so far. A final manifest makes its own

@@ -30,6 +30,7 @@
  * Threads: the drain thread only.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -137,6 +138,17 @@ json_t *wal_wait_notes_json(const struct ada_recorder *r)
 	                 "notes_read", (json_int_t)c->read, "notes_given", (json_int_t)c->given,
 	                 "overwritten", (json_int_t)c->overwritten, "refused",
 	                 (json_int_t)c->refused, "unclaimed", (json_int_t)c->unclaimed);
+}
+
+json_t *wal_wait_notes_manifest_json(struct ada_recorder *r)
+{
+	r->wait_notes.shown = r->wait_notes.c;
+	return wal_wait_notes_json(r);
+}
+
+bool wal_wait_notes_unshown(const struct ada_recorder *r)
+{
+	return memcmp(&r->wait_notes.c, &r->wait_notes.shown, sizeof(r->wait_notes.c)) != 0;
 }
 
 void wal_wait_notes_free(struct wal_wait_notes *w)

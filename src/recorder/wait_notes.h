@@ -31,7 +31,7 @@ struct wal_wait_notes {
 		uint64_t refused;     /* torn, never completed, or implausible */
 		uint64_t unclaimed;   /* waited for a process that never came, put out by another */
 		uint64_t unknown;     /* processes finished with their status unknown */
-	} c;
+	} c, shown;               /* shown: as the last manifest written has them */
 };
 
 /* Reads p's table of the children it reaped from its cursor (final: p is
@@ -43,6 +43,11 @@ void wal_wait_notes_take(struct ada_recorder *r, struct wal_proc *p, bool final)
 void wal_wait_notes_admitted(struct ada_recorder *r, struct wal_proc *p);
 /* The session's counts (manifests, live view, summary). */
 json_t *wal_wait_notes_json(const struct ada_recorder *r);
+/* The session's counts as a manifest shows them (wal_wait_notes_unshown). */
+json_t *wal_wait_notes_manifest_json(struct ada_recorder *r);
+/* Whether the counts moved since the last manifest written: a note read
+ * after the last process finished is in no manifest yet. */
+bool wal_wait_notes_unshown(const struct ada_recorder *r);
 void wal_wait_notes_free(struct wal_wait_notes *w);
 
 #endif
