@@ -667,8 +667,12 @@ static void install_cache_store(struct agent_module *m, struct install_cache *c,
 static size_t install_analyse(struct agent_module *m, struct agent_plans *plans, int *err)
 {
 	struct install_cache c;
+	uint64_t t0 = agent_now_ns();
 	install_cache_open(m, &c, plans);
+	uint64_t t1 = agent_now_ns();
 	install_verdicts(m);
+	m->ns_cache_load = t1 - t0;
+	m->ns_verdicts = agent_now_ns() - t1;
 	install_cache_decide(m, &c);
 	size_t n = SIZE_MAX;
 	/* Without an array the hit walks the file's records. */

@@ -401,6 +401,9 @@ struct agent_module {
 	uint64_t ns_symbols, ns_patching;
 	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
 	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
+	/* Parts of ns_prepare: the plan cache file read and checked, and the
+	 * options' verdicts; ns_files: its .syms and .body last written. */
+	uint64_t ns_cache_load, ns_verdicts, ns_files;
 	enum agent_cache_use cache;
 	enum agent_cache_use symcache; /* its symbol table: symcache_internal.h */
 	bool par;                      /* analysed on two threads (agent_install.c) */

@@ -89,6 +89,15 @@ static inline bool hook_mem_is_tramp(uint64_t addr)
 	return (atomic_load_explicit(&leaf[pg >> 6], memory_order_relaxed) >> (pg & 63)) & 1u;
 }
 
+/* Whether this process runs under no seccomp filter (/proc/self/status,
+ * "Seccomp:\t0"), read once (callers serialized: the install paths): a
+ * filter that does not allow a system call the agent could do without
+ * (process_vm_writev for the patches, memfd_create and sendfile for the
+ * caches' files) may kill instead of refusing (systemd's
+ * SystemCallFilter= without SystemCallErrorNumber=), so under any
+ * filter the agent keeps to the calls it needs anyway. */
+bool hook_no_seccomp(void);
+
 /* Bytes of trampoline memory mapped in total (for the manifest). */
 size_t hook_mem_mapped_bytes(const struct hook_mem *m);
 
