@@ -47,8 +47,8 @@ static void *cache_file_sealed_copy(int fd, size_t want)
 		ssize_t n = sendfile(m, fd, &off, want - (size_t)off);
 		ok = n > 0 || (n < 0 && errno == EINTR); /* 0: the file shrank */
 	}
-	ok = ok && fcntl(m, F_ADD_SEALS,
-	                 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
+	ok = ok &&
+	     fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
 	void *p = ok ? mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE, m, 0) : MAP_FAILED;
 	close(m);
 	return p == MAP_FAILED ? NULL : p;

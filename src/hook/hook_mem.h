@@ -98,6 +98,15 @@ static inline bool hook_mem_is_tramp(uint64_t addr)
  * filter the agent keeps to the calls it needs anyway. */
 bool hook_no_seccomp(void);
 
+/* Copies src[0, len) to dst (writable memory of this process) through
+ * the kernel (process_vm_writev), so that this process does not touch
+ * dst's pages: on a paravirtualised guest with shadow page tables the
+ * first touch of a new page from user space is an exit to the
+ * hypervisor, which code that never runs need not pay. x86_64, no
+ * seccomp filter (hook_no_seccomp) only; false then, or when the kernel
+ * wrote less: the caller copies it itself. Not hook context. */
+bool hook_mem_write_kernel(void *dst, const void *src, size_t len);
+
 /* Bytes of trampoline memory mapped in total (for the manifest). */
 size_t hook_mem_mapped_bytes(const struct hook_mem *m);
 
