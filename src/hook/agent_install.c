@@ -1086,8 +1086,10 @@ static bool install_new(const struct discover_image *v, size_t n)
 	install_startup = agent.n_mods == 0 && !agent.attached;
 	/* Before the program runs: no other thread can close or reuse the
 	 * cache directory's descriptor the memo keeps (fs.h). */
-	if (install_startup)
+	if (install_startup) {
 		ada_fs_memo_begin();
+		hook_seccomp_window(true); /* nothing of the program has run */
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip != ADA_HOOK_OK) {
 			install_ignore(&v[i]);
@@ -1123,6 +1125,7 @@ static bool install_new(const struct discover_image *v, size_t n)
 		install_test_pause(later);
 	}
 	install_startup = false;
+	hook_seccomp_window(false);
 	free(jobs);
 	return built;
 }

@@ -15,7 +15,8 @@
  * rewrite in place, a truncation) -- and a write of ours (the symbol
  * table's statuses) copies just the page it writes. Under a seccomp
  * filter (which may kill for memfd_create or sendfile: hook_no_seccomp),
- * or when any step is refused, the file is read as before.
+ * after the start-up scan (hook_seccomp_window), or when any step is
+ * refused, the file is read as before.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -739,8 +739,19 @@ static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t
 /* Patches per process_vm_writev() call (the kernel takes 1024). */
 #define PATCH_IOV 256
 
+/* Open during the start-up scan only (hook_seccomp_window). Relaxed: set
+ * and read by the install paths, which are serialized (agent.lock). */
+static _Atomic bool seccomp_window;
+
+void hook_seccomp_window(bool open)
+{
+	atomic_store_explicit(&seccomp_window, open, memory_order_relaxed);
+}
+
 bool hook_no_seccomp(void)
 {
+	if (!atomic_load_explicit(&seccomp_window, memory_order_relaxed))
+		return false;
 	/* 0: not read yet, 1: none, 2: a filter or unknown. Relaxed: two
 	 * first readers (an install and the symbol-table cache's helper
 	 * thread) store the same answer; it guards nothing else. */

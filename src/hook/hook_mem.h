@@ -97,6 +97,13 @@ static inline bool hook_mem_is_tramp(uint64_t addr)
  * SystemCallFilter= without SystemCallErrorNumber=), so under any
  * filter the agent keeps to the calls it needs anyway. */
 bool hook_no_seccomp(void);
+/* The answer above holds only until the program can have installed a
+ * filter of its own: the agent opens the window for its start-up scan
+ * (its constructor, before the program's code) and closes it after;
+ * closed -- a later dlopen's rescan, ada attach, a unit test that did
+ * not open it -- hook_no_seccomp() is false and the agent keeps to the
+ * system calls it needs anyway. */
+void hook_seccomp_window(bool open);
 
 /* Copies src[0, len) to dst (writable memory of this process) through
  * the kernel (process_vm_writev), so that this process does not touch

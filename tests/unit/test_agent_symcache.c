@@ -34,6 +34,7 @@
 #include <xxhash.h>
 
 #include "hook_arch.h"
+#include "hook_mem.h"
 #include "symcache_internal.h"
 
 static void make_key(struct symtab_cache_key *k)
@@ -429,6 +430,7 @@ static void test_read_libc(void **state)
 	    symtab_cache_mem_build_id((uint64_t)(uintptr_t)&fopen, k.build_id, sizeof(k.build_id));
 	struct ada_hook_symtab direct, first, second;
 	bool hit = true, refused = true;
+	hook_seccomp_window(true); /* as at the agent's start-up scan */
 	assert_int_equal(ada_hook_symtab_read_ex(di.dli_fname, NULL, 0, &direct), 0);
 	assert_int_equal(symtab_cache_read(dir, di.dli_fname, NULL, &k, &first, &hit, &refused), 0);
 	assert_false(hit);
@@ -437,8 +439,9 @@ static void test_read_libc(void **state)
 	if (hit) { /* a table the cache holds (no debug file found, or by build-id) */
 		assert_same_table(&second, &direct, true);
 		size_t mapped = clobber_expect(dir, di.dli_fname, &k, &second, &direct);
-		assert_true(mapped == 0 || mapped >= (64 << 10));
+		assert_true(hook_no_seccomp() ? mapped >= (64 << 10) : mapped == 0);
 	}
+	hook_seccomp_window(false);
 	ada_hook_symtab_fini(&direct);
 	ada_hook_symtab_fini(&first);
 	ada_hook_symtab_fini(&second);
