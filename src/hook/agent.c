@@ -137,11 +137,13 @@ static int agent_write_syms(int pid_fd, struct agent_module *m)
 	struct agent_syms_args a = {m, body, 0, 0};
 	agent_syms_name(m, name, sizeof(name));
 	agent_body_name(m, body, sizeof(body));
+	uint64_t t0 = agent_now_ns();
 	int err = agent_put_body(pid_fd, m, body, &a.hash, &a.body_len);
 	if (!err)
 		err = agent_write_file(pid_fd, name, agent_fill_syms, &a);
 	if (!err)
 		agent.syms_written++;
+	m->ns_files = agent_now_ns() - t0;
 	return err;
 }
 
@@ -255,6 +257,10 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	             ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
 	             m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000,
 	             m->ns_apply / 1000);
+	agent_printf(f,
+	             ", \"cache_load_us\": %" PRIu64 ", \"verdicts_us\": %" PRIu64
+	             ", \"files_us\": %" PRIu64,
+	             m->ns_cache_load / 1000, m->ns_verdicts / 1000, m->ns_files / 1000);
 	static const char *const cache_names[] = {"off", "hit", "miss"};
 	agent_printf(
 	    f, ", \"plan_cache\": \"%s\", \"symtab_cache\": \"%s\", \"analysis_threads\": %d}",

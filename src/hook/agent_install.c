@@ -446,7 +446,7 @@ static uint64_t install_count_block(struct agent_module *m, size_t i,
  * plan that cannot reach it is planned again in the far form. Its
  * length, or 0. */
 static size_t install_emit_one(struct agent_module *m, size_t i, struct hook_arch_plan *plan,
-                               uint8_t *blk, size_t used, size_t stub_at, bool far,
+                               uint8_t *blk, size_t used, uint8_t *dst, size_t stub_at, bool far,
                                struct hook_arch_reloc_map *map, bool *mapped)
 {
 	const struct ada_hook_fn *f = &m->st.fns[i];
@@ -457,11 +457,11 @@ static size_t install_emit_one(struct agent_module *m, size_t i, struct hook_arc
 			break;
 		if (!f->reserved) /* specials get their own handler (agent_internal.h) */
 			*mapped = (len = hook_arch_emit_trampoline_fast_map(
-			               plan, blk + used, (uint64_t)(blk + used), id,
+			               plan, dst, (uint64_t)(blk + used), id,
 			               (uint64_t)(blk + stub_at), (uint64_t)blk, map)) != 0;
 		else
 			len = hook_arch_emit_trampoline(
-			    plan, blk + used, (uint64_t)(blk + used),
+			    plan, dst, (uint64_t)(blk + used),
 			    agent_special_tag(id, (enum agent_special)f->reserved),
 			    (uint64_t)&agent_hook_on_enter_special, (uint64_t)blk);
 		m->n_far += form == 1 && len;
@@ -520,6 +520,8 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 	if (!err && hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
 		err = -EINVAL;
 	m->n_far = 0;
+	struct agent_stage stage;
+	agent_stage_init(&stage, used, undo);
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		struct hook_arch_plan *plan = agent_plans_step(plans, m, i);
@@ -533,7 +535,8 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 		bool mapped = false;
 		size_t len =
 		    err ? 0
-		        : install_emit_one(m, i, plan, blk, used, stub_at, z.far, &map, &mapped);
+		        : install_emit_one(m, i, plan, blk, used, agent_stage_at(&stage, blk, used),
+		                           stub_at, z.far, &map, &mapped);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -553,9 +556,11 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 			target = install_count_block(m, i, plan, blk, &z.czone, target, recalled,
 			                             z.cmap);
 		}
-		install_emit_patch(plan, target, &patches[np], &undo[np], pads, n_pad);
+		install_emit_patch(plan, target, &patches[np], agent_stage_undo_at(&stage, np),
+		                   pads, n_pad);
 		np++;
 	}
+	agent_stage_flush(&stage, blk, used, true);
 	agent_tmap_publish(z.tmap);
 	agent_tmap_publish(z.cmap);
 	free(recall);
@@ -667,8 +672,12 @@ static void install_cache_store(struct agent_module *m, struct install_cache *c,
 static size_t install_analyse(struct agent_module *m, struct agent_plans *plans, int *err)
 {
 	struct install_cache c;
+	uint64_t t0 = agent_now_ns();
 	install_cache_open(m, &c, plans);
+	uint64_t t1 = agent_now_ns();
 	install_verdicts(m);
+	m->ns_cache_load = t1 - t0;
+	m->ns_verdicts = agent_now_ns() - t1;
 	install_cache_decide(m, &c);
 	size_t n = SIZE_MAX;
 	/* Without an array the hit walks the file's records. */
@@ -737,6 +746,13 @@ static bool install_startup;
 static int install_apply(struct agent_module *m, struct hook_patch *patches,
                          struct hook_patch *undo, size_t np, struct hook_patch *pads, size_t n_pad)
 {
+	/* undo holds patches' addresses in patches' order: when patches is
+	 * in address order already (symbol order is address order), the
+	 * apply leaves it so and undo is too -- not read here (its pages are
+	 * the kernel's copies, agent_stage.c, untouched at start-up). */
+	size_t sorted = 1;
+	while (sorted < np && install_patch_cmp(&patches[sorted - 1], &patches[sorted]) <= 0)
+		sorted++;
 	/* The padding's jumps first: no entry jumps to one before it is
 	 * there (the agent's own calls between two writes, other threads in
 	 * a dlopen rescan); one mprotect pair for both (hook_mem.h). */
@@ -748,9 +764,6 @@ static int install_apply(struct agent_module *m, struct hook_patch *patches,
 	m->n_pad = n_pad;
 	/* patches is sorted by address now; undo the same way, so the two
 	 * stay index for index (install_drop_busy()). */
-	size_t sorted = 1; /* as hook_patch_apply: symbol order is address order */
-	while (sorted < np && install_patch_cmp(&undo[sorted - 1], &undo[sorted]) <= 0)
-		sorted++;
 	if (sorted < np)
 		qsort(undo, np, sizeof(*undo), install_patch_cmp);
 	m->patch = patches;
@@ -1073,8 +1086,10 @@ static bool install_new(const struct discover_image *v, size_t n)
 	install_startup = agent.n_mods == 0 && !agent.attached;
 	/* Before the program runs: no other thread can close or reuse the
 	 * cache directory's descriptor the memo keeps (fs.h). */
-	if (install_startup)
+	if (install_startup) {
 		ada_fs_memo_begin();
+		hook_seccomp_window(true); /* nothing of the program has run */
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip != ADA_HOOK_OK) {
 			install_ignore(&v[i]);
@@ -1110,6 +1125,7 @@ static bool install_new(const struct discover_image *v, size_t n)
 		install_test_pause(later);
 	}
 	install_startup = false;
+	hook_seccomp_window(false);
 	free(jobs);
 	return built;
 }

@@ -401,6 +401,9 @@ struct agent_module {
 	uint64_t ns_symbols, ns_patching;
 	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
 	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
+	/* Parts of ns_prepare: the plan cache file read and checked, and the
+	 * options' verdicts; ns_files: its .syms and .body last written. */
+	uint64_t ns_cache_load, ns_verdicts, ns_files;
 	enum agent_cache_use cache;
 	enum agent_cache_use symcache; /* its symbol table: symcache_internal.h */
 	bool par;                      /* analysed on two threads (agent_install.c) */
@@ -571,6 +574,27 @@ void agent_attach_unplace(uint64_t lo, uint64_t hi);
  * run by ada_agent_attach(). Takes the lock and the guard. 0 or -errno. */
 int agent_boot(void);
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The staging window [lo, lo + AGENT_STAGE_BYTES) of a block: buf holds
+ * [lo, used) of it; NULL buf: trampolines are written in place. And the
+ * undo entries [ubase, ubase + un) in ubuf, bound for undo. */
+struct agent_stage {
+	uint8_t *buf;
+	size_t lo;
+	struct hook_patch *undo, *ubuf;
+	size_t ubase, un;
+};
+
+/* Starts a block's window at used (attach: none, written in place). */
+void agent_stage_init(struct agent_stage *st, size_t used, struct hook_patch *undo);
+/* Writes the window's [lo, used) into blk; last: the undo entries too,
+ * and the buffer freed. */
+void agent_stage_flush(struct agent_stage *st, uint8_t *blk, size_t used, bool last);
+/* Where the trampoline at blk + used is to be written (at most
+ * HOOK_ARCH_MAX_TRAMPOLINE bytes). */
+uint8_t *agent_stage_at(struct agent_stage *st, uint8_t *blk, size_t used);
+/* Where undo entry np is to be written. */
+struct hook_patch *agent_stage_undo_at(struct agent_stage *st, size_t np);
+
 uint64_t agent_now_ns(void);
 /* Writes pid_<getpid()>/module_<id>.syms for each module with written == false
  * (all when all) and agent.json, under pid_<getpid()>. 0 or -errno. */

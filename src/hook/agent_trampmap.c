@@ -55,7 +55,25 @@ struct agent_tmap {
 	 * block copies more instructions than a trampoline's map holds). */
 	struct hook_arch_copy_map *wide;
 	struct agent_tmap *next; /* older tables */
+	uint32_t last_off;       /* fns[n - 1].tramp_off, when n */
+	/* Until published: entries [staged_from, n) held here, copied into
+	 * fns by the kernel a batch at a time (tmap_flush); NULL: in place. */
+	struct tmap_fn *stage;
+	size_t staged_from;
 };
+
+/* Entries staged at a time: fns's pages are then not first touched from
+ * user space at start-up (on a paravirtualised guest an exit to the
+ * hypervisor each, for a table read only by the crash handler). */
+#define TMAP_STAGE 512
+
+static void tmap_flush(struct agent_tmap *t)
+{
+	size_t n = (t->n - t->staged_from) * sizeof(*t->fns);
+	if (n && !hook_mem_write_kernel(&t->fns[t->staged_from], t->stage, n))
+		memcpy(&t->fns[t->staged_from], t->stage, n);
+	t->staged_from = t->n;
+}
 
 /* The newest table first: a block that reuses a retired one's addresses is
  * found before it. */
@@ -79,6 +97,8 @@ struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, 
 	 * pages made present in one call, not a fault each (libc's ~19 at
 	 * every exec'd start; exe10). */
 	ada_fs_populate(t->fns, (cap ? cap : 1) * sizeof(*t->fns));
+	/* A count blocks' table keeps its entries in place (wide[] too). */
+	t->stage = counts || agent.attached ? NULL : malloc(TMAP_STAGE * sizeof(*t->stage));
 	t->lo = lo;
 	t->hi = hi;
 	t->fn_base = fn_base;
@@ -95,13 +115,16 @@ static struct tmap_fn *tmap_next(struct agent_tmap *t, const struct hook_arch_pl
 	if (!t || t->n == t->cap || tramp < t->lo || tramp >= t->hi || plan->fn_addr < t->fn_base ||
 	    plan->fn_addr - t->fn_base > UINT32_MAX)
 		return NULL;
-	struct tmap_fn *f = &t->fns[t->n];
-	f->tramp_off = (uint32_t)(tramp - t->lo);
-	f->fn_off = (uint32_t)(plan->fn_addr - t->fn_base);
+	uint32_t off = (uint32_t)(tramp - t->lo);
 	/* install_emit() lays trampolines out in address order: the table
 	 * stays sorted for agent_tmap_pc()'s search. */
-	if (t->n && f->tramp_off <= t->fns[t->n - 1].tramp_off)
+	if (t->n && off <= t->last_off)
 		return NULL;
+	if (t->stage && t->n - t->staged_from == TMAP_STAGE)
+		tmap_flush(t);
+	struct tmap_fn *f = t->stage ? &t->stage[t->n - t->staged_from] : &t->fns[t->n];
+	f->tramp_off = off;
+	f->fn_off = (uint32_t)(plan->fn_addr - t->fn_base);
 	return f;
 }
 
@@ -131,6 +154,7 @@ void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uin
 		return;
 	if (t->wide)
 		tmap_widen(&f->map, &t->wide[t->n]);
+	t->last_off = f->tramp_off;
 	t->n++;
 }
 
@@ -141,6 +165,7 @@ void agent_tmap_add_copy(struct agent_tmap *t, const struct hook_arch_plan *plan
 	if (!f)
 		return;
 	t->wide[t->n] = *map;
+	t->last_off = f->tramp_off;
 	t->n++;
 }
 
@@ -148,6 +173,10 @@ void agent_tmap_publish(struct agent_tmap *t)
 {
 	if (!t)
 		return;
+	if (t->stage)
+		tmap_flush(t);
+	free(t->stage);
+	t->stage = NULL;
 	if (t->n == 0) {
 		free(t->fns);
 		free(t->wide);

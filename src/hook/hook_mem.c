@@ -739,16 +739,24 @@ static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t
 /* Patches per process_vm_writev() call (the kernel takes 1024). */
 #define PATCH_IOV 256
 
-#if defined(__x86_64__) && defined(__linux__)
-/* Whether this process runs under no seccomp filter (/proc/self/status,
- * "Seccomp:\t0"), read once: a filter that does not allow
- * process_vm_writev may kill instead of refusing (systemd's
- * SystemCallFilter= without SystemCallErrorNumber=), so under any filter
- * the patches are written in place. */
-static bool patch_no_seccomp(void)
+/* Open during the start-up scan only (hook_seccomp_window). Relaxed: set
+ * and read by the install paths, which are serialized (agent.lock). */
+static _Atomic bool seccomp_window;
+
+void hook_seccomp_window(bool open)
 {
-	static int known; /* 0: not read yet, 1: none, 2: a filter or unknown */
-	if (!known) {
+	atomic_store_explicit(&seccomp_window, open, memory_order_relaxed);
+}
+
+bool hook_no_seccomp(void)
+{
+	if (!atomic_load_explicit(&seccomp_window, memory_order_relaxed))
+		return false;
+	/* 0: not read yet, 1: none, 2: a filter or unknown. Relaxed: two
+	 * first readers (an install and the symbol-table cache's helper
+	 * thread) store the same answer; it guards nothing else. */
+	static _Atomic int known;
+	if (!atomic_load_explicit(&known, memory_order_relaxed)) {
 		char buf[4096];
 		int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
@@ -756,11 +764,23 @@ static bool patch_no_seccomp(void)
 			close(fd);
 		buf[n > 0 ? n : 0] = 0;
 		const char *at = strstr(buf, "\nSeccomp:");
-		known = at && strtol(at + 9, NULL, 10) == 0 ? 1 : 2;
+		atomic_store_explicit(&known, at && strtol(at + 9, NULL, 10) == 0 ? 1 : 2,
+		                      memory_order_relaxed);
 	}
-	return known == 1;
+	return atomic_load_explicit(&known, memory_order_relaxed) == 1;
 }
+
+bool hook_mem_write_kernel(void *dst, const void *src, size_t len)
+{
+#if defined(__x86_64__) && defined(__linux__)
+	struct iovec l = {(void *)(uintptr_t)src, len}, r = {dst, len};
+	return len && hook_no_seccomp() &&
+	       process_vm_writev(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len;
+#else
+	(void)dst, (void)src, (void)len;
+	return false;
 #endif
+}
 
 /* Writes those of patches[0..n) whose first page is marked (the others
  * change nothing) through the kernel: process_vm_writev() on this process, in
@@ -772,7 +792,7 @@ static bool patch_no_seccomp(void)
  * most of which never run. Not atomic per instruction (the kernel copies
  * bytes): one thread only, and x86_64 only (arm64 needs the cache
  * maintenance patch_write does); not under a seccomp filter
- * (patch_no_seccomp). false then, or when the kernel refused or wrote
+ * (hook_no_seccomp). false then, or when the kernel refused or wrote
  * less: the caller writes them all again its own way (writing the same
  * bytes twice is harmless). */
 static bool patch_write_kernel(const struct hook_patch *patches, size_t n, uint64_t base,
@@ -781,7 +801,7 @@ static bool patch_write_kernel(const struct hook_patch *patches, size_t n, uint6
 #if defined(__x86_64__) && defined(__linux__)
 	static struct iovec local[PATCH_IOV], remote[PATCH_IOV]; /* callers serialized */
 	size_t k = 0;
-	if (!patch_no_seccomp())
+	if (!hook_no_seccomp())
 		return false;
 	while (k < n) {
 		size_t c = 0;

@@ -89,6 +89,31 @@ static inline bool hook_mem_is_tramp(uint64_t addr)
 	return (atomic_load_explicit(&leaf[pg >> 6], memory_order_relaxed) >> (pg & 63)) & 1u;
 }
 
+/* Whether this process runs under no seccomp filter (/proc/self/status,
+ * "Seccomp:\t0"), read once (callers serialized: the install paths): a
+ * filter that does not allow a system call the agent could do without
+ * (process_vm_writev for the patches, memfd_create and sendfile for the
+ * caches' files) may kill instead of refusing (systemd's
+ * SystemCallFilter= without SystemCallErrorNumber=), so under any
+ * filter the agent keeps to the calls it needs anyway. */
+bool hook_no_seccomp(void);
+/* The answer above holds only until the program can have installed a
+ * filter of its own: the agent opens the window for its start-up scan
+ * (its constructor, before the program's code) and closes it after;
+ * closed -- a later dlopen's rescan, ada attach, a unit test that did
+ * not open it -- hook_no_seccomp() is false and the agent keeps to the
+ * system calls it needs anyway. */
+void hook_seccomp_window(bool open);
+
+/* Copies src[0, len) to dst (writable memory of this process) through
+ * the kernel (process_vm_writev), so that this process does not touch
+ * dst's pages: on a paravirtualised guest with shadow page tables the
+ * first touch of a new page from user space is an exit to the
+ * hypervisor, which code that never runs need not pay. x86_64, no
+ * seccomp filter (hook_no_seccomp) only; false then, or when the kernel
+ * wrote less: the caller copies it itself. Not hook context. */
+bool hook_mem_write_kernel(void *dst, const void *src, size_t len);
+
 /* Bytes of trampoline memory mapped in total (for the manifest). */
 size_t hook_mem_mapped_bytes(const struct hook_mem *m);
 

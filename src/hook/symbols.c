@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "discover_internal.h"
@@ -60,6 +61,17 @@ const char *ada_symtab_source_name(enum ada_symtab_source s)
 		return "ehframe";
 	}
 	return "unknown";
+}
+
+/* The name pool's memory given back (a cache file's mapping or malloc's),
+ * names_map_len cleared. */
+static void symtab_names_free(struct ada_hook_symtab *st)
+{
+	if (st->names_map_len)
+		munmap(st->names, st->names_map_len);
+	else
+		free(st->names);
+	st->names_map_len = 0;
 }
 
 static int symtab_open(const char *path, struct symtab_elf *se)
@@ -311,7 +323,7 @@ static void symtab_pool_in_fn_order(struct ada_hook_symtab *st)
 		prev = off;
 		st->fns[i].name_off = last;
 	}
-	free(st->names);
+	symtab_names_free(st);
 	st->names = pool;
 	st->names_len = w;
 }
@@ -640,7 +652,7 @@ void ada_hook_symtab_fini(struct ada_hook_symtab *st)
 		return;
 	if (!st->fns_in_names)
 		free(st->fns);
-	free(st->names);
+	symtab_names_free(st);
 	st->fns = NULL;
 	st->names = NULL;
 	st->fns_in_names = false;

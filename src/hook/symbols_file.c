@@ -109,6 +109,24 @@ static char *syms_table(const struct ada_hook_symtab *st, size_t *len)
 	return buf;
 }
 
+size_t ada_hook_syms_body_part(const struct ada_hook_symtab *st, size_t *next, char *buf,
+                               size_t cap, size_t *need)
+{
+	size_t used = 0, i = *next;
+	*need = 0;
+	for (; i < st->count; i++) {
+		const char *name = ada_hook_fn_name(st, &st->fns[i]);
+		size_t n = strlen(name);
+		if (cap - used < SYMS_LINE_FIXED + n) {
+			*need = used ? 0 : SYMS_LINE_FIXED + n;
+			break;
+		}
+		used = (size_t)(syms_line(st, i, name, n, buf + used) - buf);
+	}
+	*next = i;
+	return used;
+}
+
 uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st)
 {
 	size_t len = 0;

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "hook_mem.h"
 #include "plancache_internal.h"
 
 #define N 7
@@ -573,6 +575,103 @@ static void test_plans_walk(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Entries of a file large enough to be mapped (plan_cache_read_file:
+ * from 64 KiB): make_plan_entries() then skips. */
+#define BIG 40000
+
+/* Overwrites the file at p in place with junk, then truncates it. */
+static void clobber(const char *p)
+{
+	struct stat sb;
+	char junk[4096];
+	assert_int_equal(stat(p, &sb), 0);
+	memset(junk, 0x5a, sizeof(junk));
+	int fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	for (off_t at = 0; at < sb.st_size; at += (off_t)sizeof(junk))
+		assert_int_equal(pwrite(fd, junk, sizeof(junk), at), (ssize_t)sizeof(junk));
+	assert_int_equal(ftruncate(fd, 0), 0);
+	close(fd);
+}
+
+/* A large file is read into private memory (a sealed copy, mapped,
+ * where the process may make one): the file rewritten in place
+ * and truncated after the load changes none of the plans walked from
+ * it; a byte flipped in the file, or a file cut short, is refused as a
+ * small one is. */
+static void test_plans_mapped(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_plancache_XXXXXX", p[4096], cmd[4200];
+	struct plan_cache_key k;
+	struct plan_cache_entry *e = calloc(BIG, sizeof(*e)), *out = calloc(BIG, sizeof(*out));
+	struct hook_arch_plan *pl = calloc(BIG, sizeof(*pl)), want[N], got;
+	struct plan_cache_file f;
+	assert_non_null(e);
+	assert_non_null(out);
+	assert_non_null(pl);
+	assert_non_null(mkdtemp(dir));
+	hook_seccomp_window(true); /* as at the agent's start-up scan */
+	make_key(&k);
+	k.fn_count = BIG;
+	make_plan_entries(e);
+	for (size_t i = N; i < BIG; i++)
+		e[i] = (struct plan_cache_entry){ADA_SKIP_TOO_SHORT, 0};
+	make_plans(pl, 0x10000);
+	snprintf(p, sizeof(p), "%s/x.plan", dir);
+	assert_int_equal(plan_cache_store(p, &k, e, pl), 0);
+	make_plans(want, 0x7f0000002000ull);
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), 0);
+	/* The sealed copy where the process may make one (cachefile.c). */
+	assert_int_equal(f.map_len, hook_no_seccomp() ? f.len : 0);
+	clobber(p);
+	for (size_t i = 0; i < BIG; i++) {
+		bool planned = i == 0 || i == 1 || i == 6;
+		uint64_t at = i < N ? want[i].fn_addr : 0x7f0000100000ull + i;
+		assert_int_equal(out[i].status, e[i].status);
+		assert_int_equal(plan_cache_next_plan(&f, &out[i], at, &got), planned);
+		if (planned)
+			assert_memory_equal(&got, &want[i], sizeof(got));
+	}
+	assert_true(plan_cache_file_whole(&f));
+	plan_cache_file_free(&f);
+	assert_null(f.buf);
+	/* The clobbered file: refused. */
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), -EBADMSG);
+	assert_null(f.buf);
+	/* A byte flipped in a plan record, or the file cut short: refused. */
+	assert_int_equal(plan_cache_store(p, &k, e, pl), 0);
+	struct stat sb;
+	assert_int_equal(stat(p, &sb), 0);
+	assert_true(sb.st_size >= (64 << 10));
+	int fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t byte;
+	off_t at = sb.st_size - 8;
+	assert_int_equal(pread(fd, &byte, 1, at), 1);
+	byte ^= 0x10;
+	assert_int_equal(pwrite(fd, &byte, 1, at), 1);
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), -EBADMSG);
+	byte ^= 0x10;
+	assert_int_equal(pwrite(fd, &byte, 1, at), 1);
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), 0);
+	plan_cache_file_free(&f);
+	assert_int_equal(ftruncate(fd, sb.st_size - 1), 0);
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), -EBADMSG);
+	close(fd);
+	/* After the start-up scan (the window closed): read, as before. */
+	hook_seccomp_window(false);
+	assert_int_equal(plan_cache_store(p, &k, e, pl), 0);
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), 0);
+	assert_int_equal(f.map_len, 0);
+	plan_cache_file_free(&f);
+	free(e);
+	free(out);
+	free(pl);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* A cached plan is used only when the image still holds the bytes it was
  * decoded from (and a padding slot the bytes it kept), inside the
  * module's readable memory. */
@@ -619,7 +718,7 @@ int main(void)
 	    cmocka_unit_test(test_self_hash),        cmocka_unit_test(test_plans_round_trip),
 	    cmocka_unit_test(test_plans_corrupt),    cmocka_unit_test(test_plans_bad_shape),
 	    cmocka_unit_test(test_plans_store_load), cmocka_unit_test(test_plans_fit),
-	    cmocka_unit_test(test_plans_walk),
+	    cmocka_unit_test(test_plans_walk),       cmocka_unit_test(test_plans_mapped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

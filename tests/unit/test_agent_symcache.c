@@ -13,7 +13,9 @@
  * a planted link or a broken file as the cache file refused, never used.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -32,6 +34,7 @@
 #include <xxhash.h>
 
 #include "hook_arch.h"
+#include "hook_mem.h"
 #include "symcache_internal.h"
 
 static void make_key(struct symtab_cache_key *k)
@@ -367,6 +370,86 @@ static void assert_same_table(const struct ada_hook_symtab *got, const struct ad
 	}
 }
 
+/* The one cache file in dir (there is one image in it). */
+static void cache_file(const char *dir, char *out, size_t cap)
+{
+	char cmd[PATH_MAX + 64];
+	snprintf(cmd, sizeof(cmd), "ls %s/*.symtab", dir);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(out, (int)cap, p));
+	pclose(p);
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* second, a hit of image read through the cache in dir, is in private
+ * memory (from 64 KiB on a sealed copy, mapped: plan_cache_read_file):
+ * the cache file rewritten in place and truncated afterwards changes
+ * nothing of it, and is refused by the next read. Returns second's
+ * names_map_len. */
+static size_t clobber_expect(const char *dir, const char *image, struct symtab_cache_key *k,
+                             const struct ada_hook_symtab *second,
+                             const struct ada_hook_symtab *direct)
+{
+	char file[PATH_MAX];
+	bool hit = true, refused = false;
+	cache_file(dir, file, sizeof(file));
+	struct stat sb;
+	assert_int_equal(stat(file, &sb), 0);
+	assert_true(second->names_map_len == 0 || sb.st_size >= (64 << 10));
+	int fd = open(file, O_WRONLY);
+	assert_true(fd >= 0);
+	char junk[4096];
+	memset(junk, 0x5a, sizeof(junk));
+	for (off_t at = 0; at < sb.st_size; at += (off_t)sizeof(junk))
+		assert_int_equal(pwrite(fd, junk, sizeof(junk), at), (ssize_t)sizeof(junk));
+	assert_int_equal(ftruncate(fd, 0), 0);
+	close(fd);
+	assert_same_table(second, direct, true);
+	struct ada_hook_symtab third;
+	assert_int_equal(symtab_cache_read(dir, image, NULL, k, &third, &hit, &refused), 0);
+	assert_false(hit);
+	assert_true(refused);
+	assert_same_table(&third, direct, false);
+	ada_hook_symtab_fini(&third);
+	return second->names_map_len;
+}
+
+/* libc through the cache (its .dynsym table, large enough to be mapped):
+ * stored, then a hit in private memory (clobber_expect). */
+static void test_read_libc(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_symcache_XXXXXX";
+	Dl_info di;
+	if (!dladdr((void *)(uintptr_t)&fopen, &di) || !di.dli_fname || di.dli_fname[0] != '/' ||
+	    !mkdtemp(dir))
+		skip();
+	struct symtab_cache_key k = {.agent_hash = 0x78};
+	k.build_id_len =
+	    symtab_cache_mem_build_id((uint64_t)(uintptr_t)&fopen, k.build_id, sizeof(k.build_id));
+	struct ada_hook_symtab direct, first, second;
+	bool hit = true, refused = true;
+	hook_seccomp_window(true); /* as at the agent's start-up scan */
+	assert_int_equal(ada_hook_symtab_read_ex(di.dli_fname, NULL, 0, &direct), 0);
+	assert_int_equal(symtab_cache_read(dir, di.dli_fname, NULL, &k, &first, &hit, &refused), 0);
+	assert_false(hit);
+	assert_int_equal(symtab_cache_read(dir, di.dli_fname, NULL, &k, &second, &hit, &refused),
+	                 0);
+	if (hit) { /* a table the cache holds (no debug file found, or by build-id) */
+		assert_same_table(&second, &direct, true);
+		size_t mapped = clobber_expect(dir, di.dli_fname, &k, &second, &direct);
+		assert_true(hook_no_seccomp() ? mapped >= (64 << 10) : mapped == 0);
+	}
+	hook_seccomp_window(false);
+	ada_hook_symtab_fini(&direct);
+	ada_hook_symtab_fini(&first);
+	ada_hook_symtab_fini(&second);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* This test's own image, through the cache: the first read stores, the
  * second hits, and both are what ada_hook_symtab_read_ex reads. */
 static void test_read_own_image(void **state)
@@ -397,6 +480,7 @@ static void test_read_own_image(void **state)
 	    symtab_cache_read(dir, "/proc/self/exe", NULL, &k, &second, &hit, &refused), 0);
 	assert_true(hit);
 	assert_same_table(&second, &direct, true);
+	clobber_expect(dir, "/proc/self/exe", &k, &second, &direct);
 	ada_hook_symtab_fini(&direct);
 	ada_hook_symtab_fini(&first);
 	ada_hook_symtab_fini(&second);
@@ -437,18 +521,6 @@ static void read_expect(const char *dir, const char *image, const char *root,
 	assert_string_equal(got.debuglink, direct.debuglink);
 	ada_hook_symtab_fini(&direct);
 	ada_hook_symtab_fini(&got);
-}
-
-/* The one cache file in dir (there is one image in it). */
-static void cache_file(const char *dir, char *out, size_t cap)
-{
-	char cmd[PATH_MAX + 64];
-	snprintf(cmd, sizeof(cmd), "ls %s/*.symtab", dir);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	assert_non_null(fgets(out, (int)cap, p));
-	pclose(p);
-	out[strcspn(out, "\n")] = '\0';
 }
 
 /* A stripped copy of this test (its .dynsym and .eh_frame functions,
@@ -551,6 +623,7 @@ int main(void)
 	    cmocka_unit_test(test_truncated),         cmocka_unit_test(test_other_key),
 	    cmocka_unit_test(test_bad_records),       cmocka_unit_test(test_read_own_image),
 	    cmocka_unit_test(test_dynsym_other_name), cmocka_unit_test(test_dynsym_table),
+	    cmocka_unit_test(test_read_libc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -121,6 +121,10 @@ struct ada_hook_symtab {
 	/* fns lies inside the names allocation (a symbol-table cache file's
 	 * buffer, records after the names): freed with it, not alone. */
 	bool fns_in_names;
+	/* names is a private mapping of this many bytes (a symbol-table
+	 * cache file's, plan_cache_read_file), unmapped rather than freed;
+	 * 0: malloc'd. */
+	size_t names_map_len;
 };
 
 /* Reads the functions of the ELF file at path: .symtab when present, else
@@ -164,6 +168,13 @@ int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
 /* The function-table lines ("F ...\n" each, in order), malloc'd; *len gets
  * their length. NULL: -ENOMEM. A version 2 file's body (docs/format.md). */
 char *ada_hook_syms_body(const struct ada_hook_symtab *st, size_t *len);
+/* The same lines, from function *next on, formatted into buf[0, cap) as
+ * many whole ones as fit: returns their bytes and advances *next past
+ * them. 0 with *next < st->count: line *next alone needs *need bytes
+ * (more than cap). For a writer that streams the body through a small
+ * buffer instead of a fresh one of its whole size. */
+size_t ada_hook_syms_body_part(const struct ada_hook_symtab *st, size_t *next, char *buf,
+                               size_t cap, size_t *need);
 /* Writes a version 2 symbols file's lines to f: the image's header, its
  * table_xxh64 (hash, the body's XXH64) and the body's name and length.
  * Returns 0 or -EIO. */
