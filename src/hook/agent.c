@@ -119,9 +119,11 @@ static int agent_fill_syms(FILE *f, const void *arg)
 	return err;
 }
 
+/* By hand: a forked child names its parent's files (agent_fork_defer). */
 static void agent_syms_name(const struct agent_module *m, char *name, size_t cap)
 {
-	snprintf(name, cap, "module_%" PRIu32 ".syms", m->id);
+	if (!agent_name_dec(name, cap, "module_", m->id, ".syms") && cap)
+		name[0] = '\0';
 }
 
 static void agent_body_name(const struct agent_module *m, char *name, size_t cap)
@@ -621,11 +623,15 @@ static int agent_write_files_forked_now(bool json)
  * followed; a link planted higher up leads to that very file or fails. */
 static bool agent_parent_file_is(const char *name, ino_t ino)
 {
-	char path[PATH_MAX + 96];
+	size_t d = strlen(agent.session_dir), k = strlen(name);
+	/* Sized to the name (at most PATH_MAX + 96, as ever): a forked
+	 * child's stack pages are its parent's, a copy-on-write fault each. */
+	size_t need = d + sizeof("/pid_/") + 20 + k;
+	if (need > PATH_MAX + 96 || !ino)
+		return false;
+	char path[need];
 	struct stat st;
-	int n = snprintf(path, sizeof(path), "%s/pid_%d/%s", agent.session_dir,
-	                 (int)agent.files_pid, name);
-	return n > 0 && (size_t)n < sizeof(path) && ino &&
+	return agent_pid_path(path, need, agent.session_dir, agent.files_pid, name) &&
 	       fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	       st.st_ino == ino;
 }

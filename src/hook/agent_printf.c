@@ -14,6 +14,7 @@
  * goes to vfprintf whole.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "agent_printf_internal.h"
 
@@ -149,4 +150,51 @@ void agent_printf(FILE *f, const char *fmt, ...)
 	va_start(ap, fmt);
 	agent_format(f, fmt, &ap);
 	va_end(ap);
+}
+
+/* s into out at *n, within cap (room left for the terminator). */
+static bool printf_put(char *out, size_t cap, size_t *n, const char *s)
+{
+	size_t k = strlen(s);
+	if (k >= cap - *n)
+		return false;
+	memcpy(out + *n, s, k);
+	*n += k;
+	return true;
+}
+
+/* v in decimal into out at *n, within cap. */
+static bool printf_put_dec(char *out, size_t cap, size_t *n, unsigned long long v)
+{
+	char d[24];
+	size_t k = sizeof(d);
+	d[--k] = '\0';
+	do {
+		d[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return printf_put(out, cap, n, d + k);
+}
+
+bool agent_name_dec(char *out, size_t cap, const char *prefix, unsigned long long v,
+                    const char *suffix)
+{
+	size_t n = 0;
+	if (cap == 0 || !printf_put(out, cap, &n, prefix) || !printf_put_dec(out, cap, &n, v) ||
+	    !printf_put(out, cap, &n, suffix))
+		return false;
+	out[n] = '\0';
+	return true;
+}
+
+bool agent_pid_path(char *out, size_t cap, const char *dir, long pid, const char *name)
+{
+	size_t n = 0;
+	if (cap == 0 || pid < 0 || !printf_put(out, cap, &n, dir) ||
+	    !printf_put(out, cap, &n, "/pid_") ||
+	    !printf_put_dec(out, cap, &n, (unsigned long long)pid) ||
+	    !printf_put(out, cap, &n, "/") || !printf_put(out, cap, &n, name))
+		return false;
+	out[n] = '\0';
+	return true;
 }

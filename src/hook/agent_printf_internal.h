@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* v's low digits*4 bits as that many lowercase hex digits. */
@@ -24,5 +25,14 @@ bool agent_fmt_ours(const char *fmt);
 /* fprintf(f, fmt, ...), byte for byte. */
 __attribute__((format(printf, 2, 3))) void agent_printf(FILE *f, const char *fmt, ...);
 __attribute__((format(printf, 2, 0))) void agent_vprintf(FILE *f, const char *fmt, va_list ap);
+
+/* The forked child's file names by hand (agent.c): no vfprintf, whose
+ * code, tables and deep frame are pages a child faults in for them.
+ * "<prefix><v><suffix>" into out (cap bytes with the terminator); false
+ * when it does not fit (out then unspecified). */
+bool agent_name_dec(char *out, size_t cap, const char *prefix, unsigned long long v,
+                    const char *suffix);
+/* "<dir>/pid_<pid>/<name>" into out, as agent_name_dec. */
+bool agent_pid_path(char *out, size_t cap, const char *dir, long pid, const char *name);
 
 #endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "arena_internal.h"
+#include "drain_internal.h"
 #include "detail_internal.h"
 #include "recorder_internal.h"
 
@@ -100,6 +101,7 @@ void wal_note_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t sl
 	if (!p->arena || !p->slot_noted || slot >= p->max_threads || p->slot_noted[slot] ||
 	    !ada_slot_fault(p->arena, slot, &f))
 		return;
+	drain_slot_touch(p, slot);
 	p->slot_noted[slot] = 1;
 	uint64_t left = ada_slot_unconsumed(p->arena, slot);
 	left = left > pending ? left - pending : 0;

@@ -750,6 +750,7 @@ size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t
 		ada_arena_drain_heartbeat(p->arena);
 		if (!t)
 			return 0;
+		drain_slot_touch(p, s);
 		p->by_slot[s] = t;
 	}
 	uint64_t ns_per_kev = drain_note_fill(r, p, s, t, &si);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,30 +162,97 @@ static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid
 	return fd;
 }
 
-int drain_slot_tables_new(struct wal_proc *p)
+/* Slot tables kept for the next process (drain_slot_tables_free): their
+ * entries all zero again. Any thread may free a process (the drain, the
+ * recorder's end): under a lock of their own. */
+#define SLOT_TABLES_KEPT 4
+/* Kept only when at most this many slots' entries were written: the
+ * clearing is a few cache lines, not the pages a munmap would free. */
+#define SLOT_TABLES_CLEAR_MAX 64u
+
+static struct {
+	pthread_mutex_t lock;
+	void *map[SLOT_TABLES_KEPT];
+	size_t len[SLOT_TABLES_KEPT];
+} slot_tables_kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A kept mapping of len bytes, or NULL. */
+static void *slot_tables_take(size_t len)
 {
-	size_t n = p->max_threads; /* the arena's, checked when it was opened */
-	size_t len = n * (2 * sizeof(uint64_t) + 2);
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return -ENOMEM;
+	void *m = NULL;
+	pthread_mutex_lock(&slot_tables_kept.lock);
+	for (int i = 0; i < SLOT_TABLES_KEPT && !m; i++)
+		if (slot_tables_kept.map[i] && slot_tables_kept.len[i] == len) {
+			m = slot_tables_kept.map[i];
+			slot_tables_kept.map[i] = NULL;
+		}
+	pthread_mutex_unlock(&slot_tables_kept.lock);
+	return m;
+}
+
+/* Keeps m (len bytes, all zero); false when every place is taken. */
+static bool slot_tables_keep(void *m, size_t len)
+{
+	bool kept = false;
+	pthread_mutex_lock(&slot_tables_kept.lock);
+	for (int i = 0; i < SLOT_TABLES_KEPT && !kept; i++)
+		if (!slot_tables_kept.map[i]) {
+			slot_tables_kept.map[i] = m;
+			slot_tables_kept.len[i] = len;
+			kept = true;
+		}
+	pthread_mutex_unlock(&slot_tables_kept.lock);
+	return kept;
+}
+
+/* The tables' layout in m for n slots (drain_slot_tables_new). */
+static void slot_tables_point(struct wal_proc *p, void *m, size_t n)
+{
 	/* The 8-byte tables first: every table starts 8-byte aligned. */
 	p->by_slot = m;
 	p->slot_dlocked = (uint64_t *)(p->by_slot + n);
 	p->slot_noted = (uint8_t *)(p->slot_dlocked + n);
 	p->slot_locked = p->slot_noted + n;
+}
+
+int drain_slot_tables_new(struct wal_proc *p)
+{
+	size_t n = p->max_threads; /* the arena's, checked when it was opened */
+	size_t len = n * (2 * sizeof(uint64_t) + 2);
+	void *m = slot_tables_take(len);
+	if (!m)
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	slot_tables_point(p, m, n);
 	p->slot_tables_len = len;
+	p->slot_tables_hi = 0;
 	return 0;
+}
+
+bool drain_slot_tables_clear(struct wal_proc *p)
+{
+	size_t n = p->max_threads, hi = p->slot_tables_hi;
+	if (!p->by_slot || hi > SLOT_TABLES_CLEAR_MAX || hi > n)
+		return false;
+	memset(p->by_slot, 0, hi * sizeof(*p->by_slot));
+	memset(p->slot_dlocked, 0, hi * sizeof(*p->slot_dlocked));
+	memset(p->slot_noted, 0, hi);
+	memset(p->slot_locked, 0, hi);
+	p->slot_tables_hi = 0;
+	return true;
 }
 
 void drain_slot_tables_free(struct wal_proc *p)
 {
-	if (p->by_slot)
+	if (p->by_slot &&
+	    !(drain_slot_tables_clear(p) && slot_tables_keep(p->by_slot, p->slot_tables_len)))
 		munmap(p->by_slot, p->slot_tables_len);
 	p->by_slot = NULL;
 	p->slot_dlocked = NULL;
 	p->slot_noted = p->slot_locked = NULL;
 	p->slot_tables_len = 0;
+	p->slot_tables_hi = 0;
 }
 
 void drain_free_proc(struct wal_proc *p)

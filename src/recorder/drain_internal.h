@@ -162,4 +162,20 @@ void drain_check_gone(struct ada_recorder *r, bool all);
 /* Finalizes every file and the manifest of p, which is gone. */
 void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p);
 
+/* p's slot tables at a process's end (drain_slot_tables_free): tables
+ * whose written entries are few are cleared and kept for the next process
+ * (a few of them) rather than unmapped: a munmap a process, whose TLB
+ * flush reaches every core the recorder's threads ran on, and the next
+ * one's mmap and first-touch faults (issue 32: each `$(...)` subshell).
+ * Zeroes the entries written (drain_slot_touch) when they are few; false
+ * (untouched) when not. */
+bool drain_slot_tables_clear(struct wal_proc *p);
+/* Every write of an entry of slot s in p's tables says so first: what a
+ * kept mapping must clear. */
+static inline void drain_slot_touch(struct wal_proc *p, uint32_t s)
+{
+	if (s >= p->slot_tables_hi)
+		p->slot_tables_hi = s + 1;
+}
+
 #endif

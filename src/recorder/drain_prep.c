@@ -60,11 +60,19 @@
  * still on its way out (a tgkill each); then the reclaim cadence does. */
 #define DRAIN_RECLAIM_RETRIES 16u
 
+/* slot_locked[s] set. */
+static void drain_slot_lock_noted(struct wal_proc *p, uint32_t s)
+{
+	drain_slot_touch(p, s);
+	p->slot_locked[s] = 1;
+}
+
 /* Locks what the thread of claimed slot s populated of its detail ring
  * since the last look (ada_arena_slot_lock_detail, the header's pop);
  * true when that took the pass's share. */
 static bool prep_lock_detail(struct wal_proc *p, uint32_t s)
 {
+	drain_slot_touch(p, s);
 	uint64_t before = p->slot_dlocked[s];
 	int rc = ada_arena_slot_lock_detail(p->arena, s, &p->slot_dlocked[s], DRAIN_PREP_BYTES);
 	if (rc == -EPERM)
@@ -103,7 +111,7 @@ static bool prep_finish_claimed(struct wal_proc *p)
 		unsigned what = (ada_arena_slot_index_ready(a, s) ? 0 : ADA_PREP_POPULATE) |
 		                (p->lock_refused ? 0 : ADA_PREP_LOCK);
 		if (what == 0) {
-			p->slot_locked[s] = 1;
+			drain_slot_lock_noted(p, s);
 			continue;
 		}
 		if (p->lock_slot != s) {
@@ -117,7 +125,7 @@ static bool prep_finish_claimed(struct wal_proc *p)
 			return true;
 		}
 		if (rc != 0) { /* done, or no memory (its thread's records fault them in) */
-			p->slot_locked[s] = 1;
+			drain_slot_lock_noted(p, s);
 			p->lock_slot = UINT32_MAX;
 		}
 		return true;
@@ -204,7 +212,7 @@ static void prep_spare_step(struct wal_proc *p)
 	if (rc == 0)
 		return;
 	if (rc == 1 && !p->lock_refused)
-		p->slot_locked[s] = 1;
+		drain_slot_lock_noted(p, s);
 	/* Done; or no memory for the pages: tried again at the next scan. */
 	p->prep_backoff = rc < 0;
 	p->prep_slot = -1;

@@ -264,9 +264,10 @@ struct wal_proc {
 	 * pages could not be had (not tried again before the next scan);
 	 * whether it lived long enough for a spare. */
 	uint8_t *slot_locked;
-	uint64_t *slot_dlocked; /* max_threads: detail ring bytes locked (its pop then) */
-	size_t slot_tables_len; /* the one mapping by_slot starts: drain_slot_tables_new() */
-	bool prep_started;      /* drain_prepare_slots() ran once */
+	uint64_t *slot_dlocked;  /* max_threads: detail ring bytes locked (its pop then) */
+	size_t slot_tables_len;  /* the one mapping by_slot starts: drain_slot_tables_new() */
+	uint32_t slot_tables_hi; /* every entry at or past it is zero: drain_slot_touch() */
+	bool prep_started;       /* drain_prepare_slots() ran once */
 	int64_t prep_slot;
 	uint64_t prep_done;
 	uint32_t lock_slot;
@@ -1189,10 +1190,9 @@ void wal_spares_recover(const char *dir, struct ada_recover_report *rep);
 
 /* p's per-slot tables (by_slot, slot_dlocked, slot_noted, slot_locked),
  * max_threads entries each, in one anonymous mapping (drain_arena.c): its
- * pages come zeroed when first touched, so a short process using a slot
- * or two pays a page of each, not the thread limit's whole tables
- * (calloc zeroes them all once glibc's mmap threshold has grown past
- * them). 0, or -ENOMEM. */
+ * pages come zeroed when first touched (a short process pays a page of
+ * each, not the thread limit's whole tables, as calloc past glibc's mmap
+ * threshold did); or one an ended process left, cleared. 0 or -ENOMEM. */
 int drain_slot_tables_new(struct wal_proc *p);
 /* Unmaps them (none: nothing) and forgets their pointers. */
 void drain_slot_tables_free(struct wal_proc *p);

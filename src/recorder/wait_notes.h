@@ -31,7 +31,7 @@ struct wal_wait_notes {
 		uint64_t refused;     /* torn, never completed, or implausible */
 		uint64_t unclaimed;   /* waited for a process that never came, put out by another */
 		uint64_t unknown;     /* processes finished with their status unknown */
-	} c, shown;               /* shown: as the last manifest written has them */
+	} c, shown;                   /* shown: as the last manifest written has them */
 };
 
 /* Reads p's table of the children it reaped from its cursor (final: p is

@@ -117,12 +117,11 @@ ADA_FORK_PATH static bool env_fork_start_ticks(uint64_t *ticks)
 	return before && ring_start_ticks_between(before, env_boottime_ns(), hz, ticks);
 }
 
-/* Our start time (clock ticks since boot), 0 when /proc cannot tell. */
-ADA_FORK_PATH static uint64_t env_start_ticks(bool forked)
+/* From /proc/self/stat: a function of its own, so that its 1 KiB buffer
+ * is no part of env_start_ticks' frame (a forked child's stack pages are
+ * its parent's, a copy-on-write fault each it reaches down to). */
+__attribute__((noinline)) static uint64_t env_proc_start_ticks(void)
 {
-	uint64_t ticks;
-	if (forked && env_fork_start_ticks(&ticks))
-		return ticks;
 	char buf[1024];
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -130,6 +129,15 @@ ADA_FORK_PATH static uint64_t env_start_ticks(bool forked)
 	ssize_t n = read(fd, buf, sizeof(buf));
 	close(fd);
 	return n > 0 ? ada_stat_start_ticks(buf, (size_t)n) : 0;
+}
+
+/* Our start time (clock ticks since boot), 0 when /proc cannot tell. */
+ADA_FORK_PATH static uint64_t env_start_ticks(bool forked)
+{
+	uint64_t ticks;
+	if (forked && env_fork_start_ticks(&ticks))
+		return ticks;
+	return env_proc_start_ticks();
 }
 
 /* The arena is this process's own (we called exec): our pid and, when
@@ -281,7 +289,7 @@ ADA_FORK_PATH static int env_create_reserved(const char *dir, const char *ring, 
                                              const struct env_inherit *inh, bool *reused,
                                              struct ada_arena **out)
 {
-	char tmp[PATH_MAX];
+	char tmp[ring_path_cap(strlen(ring) + sizeof(".tmp.") + 16)]; /* ada_fs_tmp_name */
 	if (ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
 		return -ENAMETOOLONG;
 	/* No budget file (a recorder without one, a program run by hand): no
@@ -460,7 +468,9 @@ ADA_FORK_PATH int ada_producer_init(const char *dir, const char *ring_config)
 		ada_shm_budget_close(inh.budget);
 		return -EINVAL;
 	}
-	char ring[PATH_MAX], mine[PATH_MAX];
+	size_t cap =
+	    ring_path_cap(strlen(dir) + 1 + 20 + 1 + 20 + sizeof(".ring")); /* env_ring_name */
+	char ring[cap], mine[cap];
 	int pid = (int)getpid();
 	uint64_t ticks = env_start_ticks(inh.forked);
 	uint32_t start = (uint32_t)ticks;

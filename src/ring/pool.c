@@ -250,7 +250,7 @@ ADA_FORK_PATH static bool pool_names_beside(const char *path, char *pool, size_t
 ADA_FORK_PATH int ring_pool_take(const char *path, uint64_t total, struct ring_fs *fs,
                                  uint64_t *ino)
 {
-	char pool[PATH_MAX];
+	char pool[ring_path_cap(strlen(path) + sizeof(ADA_ARENA_POOL_PREFIX) + 1)];
 	size_t digit;
 	if (!pool_names_beside(path, pool, sizeof(pool), &digit))
 		return -1;

@@ -26,6 +26,9 @@
 #ifndef ADA_RING_INTERNAL_H
 #define ADA_RING_INTERNAL_H
 
+#include <limits.h>
+#include <stddef.h>
+
 #include "ring.h"
 #include "ring_bell.h"
 #include "ring_pool.h"
@@ -340,6 +343,16 @@ void ring_arena_fork_prepare(void);
 uint64_t ring_fs_file_size(const struct ring_fs *fs, uint64_t size);
 /* The same, with fd's fstatfs. */
 uint64_t ring_arena_file_size(int fd, uint64_t size);
+/* The size of a path buffer for a name of need bytes (its NUL too):
+ * need, at most PATH_MAX (a longer name then fails as it did in a
+ * PATH_MAX buffer). The forked child's set-up sizes its buffers by it
+ * (variable-length arrays): three PATH_MAX arrays took it 12 KiB down the
+ * stack, pages its parent had touched, so a copy-on-write fault each
+ * (issue 32). */
+static inline size_t ring_path_cap(size_t need)
+{
+	return need < PATH_MAX ? need : PATH_MAX;
+}
 /* A pool file (pool.c) renamed to path, the arena's new temporary name,
  * and opened: its descriptor (and *fs, *ino: its file system and inode),
  * or -1 when the pool had none fit for an arena of total bytes (a new

@@ -90,12 +90,37 @@ static void test_ours(void **state)
 	assert_false(agent_fmt_ours("%d%"));
 }
 
+/* The forked child's names by hand, as snprintf makes them. */
+static void test_names(void **state)
+{
+	(void)state;
+	char out[64], want[64];
+	assert_true(agent_name_dec(out, sizeof(out), "module_", 0, ".syms"));
+	assert_string_equal(out, "module_0.syms");
+	assert_true(agent_name_dec(out, sizeof(out), "module_", 4294967295ull, ".syms"));
+	assert_string_equal(out, "module_4294967295.syms");
+	assert_true(agent_pid_path(out, sizeof(out), "/s/d", 12345, "agent.json"));
+	snprintf(want, sizeof(want), "%s/pid_%d/%s", "/s/d", 12345, "agent.json");
+	assert_string_equal(out, want);
+	/* Exactly fitting, one byte short, nothing, a negative pid. */
+	size_t n = strlen(want) + 1;
+	assert_true(agent_pid_path(out, n, "/s/d", 12345, "agent.json"));
+	assert_string_equal(out, want);
+	assert_false(agent_pid_path(out, n - 1, "/s/d", 12345, "agent.json"));
+	assert_false(agent_pid_path(out, 0, "/s/d", 12345, "agent.json"));
+	assert_false(agent_pid_path(out, sizeof(out), "/s/d", -1, "agent.json"));
+	assert_true(agent_name_dec(out, 15, "module_", 12, ".syms"));
+	assert_false(agent_name_dec(out, 14, "module_", 12, ".syms"));
+	assert_false(agent_name_dec(out, 8, "module_", 1, ""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_numbers),
 	    cmocka_unit_test(test_text),
 	    cmocka_unit_test(test_ours),
+	    cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

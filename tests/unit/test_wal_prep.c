@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "drain_internal.h"
+#include "recorder_internal.h"
 
 static void test_short_processes_get_none(void **state)
 {
@@ -79,10 +80,51 @@ static void test_started_threads_get_more(void **state)
 	assert_int_equal(drain_prep_spares_for(2, 5, true, true, false), ADA_SLOT_SPARES / 2);
 }
 
+/* A process's slot tables (drain_arena.c): the entries written are
+ * cleared when it ends and the mapping handed to the next process of the
+ * same thread limit, zero throughout; tables with many slots written are
+ * unmapped instead. */
+static void test_slot_tables_kept_zero(void **state)
+{
+	(void)state;
+	struct wal_proc p = {.max_threads = 4096};
+	assert_int_equal(drain_slot_tables_new(&p), 0);
+	void *first = p.by_slot;
+	drain_slot_touch(&p, 3);
+	p.by_slot[3] = (struct wal_thread *)&p;
+	p.slot_dlocked[3] = 77;
+	drain_slot_touch(&p, 0);
+	p.slot_noted[0] = p.slot_locked[0] = 1;
+	assert_int_equal(p.slot_tables_hi, 4);
+	drain_slot_tables_free(&p);
+	assert_null(p.by_slot);
+	struct wal_proc q = {.max_threads = 4096};
+	assert_int_equal(drain_slot_tables_new(&q), 0);
+	assert_ptr_equal(q.by_slot, first); /* the kept one */
+	for (uint32_t s = 0; s < q.max_threads; s++)
+		assert_true(!q.by_slot[s] && !q.slot_dlocked[s] && !q.slot_noted[s] &&
+		            !q.slot_locked[s]);
+	/* Too many slots written: not cleared (false), unmapped at free. */
+	drain_slot_touch(&q, 4000);
+	assert_false(drain_slot_tables_clear(&q));
+	q.slot_locked[4000] = 1;
+	drain_slot_tables_free(&q);
+	struct wal_proc r = {.max_threads = 4096};
+	assert_int_equal(drain_slot_tables_new(&r), 0);
+	assert_int_equal(r.slot_locked[4000], 0);
+	/* Another thread limit: a mapping of its own size. */
+	struct wal_proc o = {.max_threads = 16};
+	assert_int_equal(drain_slot_tables_new(&o), 0);
+	assert_int_equal(o.slot_tables_len, 16 * 18);
+	drain_slot_tables_free(&o);
+	drain_slot_tables_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_short_processes_get_none),
+	    cmocka_unit_test(test_slot_tables_kept_zero),
 	    cmocka_unit_test(test_aged_gets_one),
 	    cmocka_unit_test(test_young_few_threads_get_none),
 	    cmocka_unit_test(test_started_threads_get_more),
