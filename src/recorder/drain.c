@@ -1079,10 +1079,6 @@ static void drain_nap(struct ada_recorder *r)
 	nanosleep(&ts, NULL);
 }
 
-/* A sentence of the whole recording (an arena refused, a reused pid)
- * told after a process's final manifest was written: that manifest is
- * written again, so its warnings and counts (shm.pid_reused_arenas) hold
- * everything the recording told. */
 /* Notes of reaped children read after the last manifest was written
  * (the reaper's table read late, under load): the program's manifest, or
  * the last finished one's, is written again to count them. */
@@ -1096,6 +1092,10 @@ static void drain_restate_wait_notes(struct ada_recorder *r)
 		wal_manifest_write(r, last, "complete");
 }
 
+/* A sentence of the whole recording (an arena refused, a reused pid)
+ * told after a process's final manifest was written: that manifest is
+ * written again, so its warnings and counts (shm.pid_reused_arenas) hold
+ * everything the recording told. */
 static void drain_restate(struct ada_recorder *r)
 {
 	size_t told = json_array_size(r->warnings);
