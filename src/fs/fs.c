@@ -560,17 +560,27 @@ void ada_fs_populate(void *p, size_t len)
 #endif
 }
 
-int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf, void **out,
-                        size_t *len)
+int ada_fs_open_private_sized(const char *path, uint64_t min, uint64_t max, int *fd, size_t *size)
 {
 	struct stat sb;
-	int fd, err = ada_fs_open_private(path, &fd, &sb);
+	int err = ada_fs_open_private(path, fd, &sb);
 	if (err)
 		return err;
 	/* Only a file of a size the caller can use is read, and no more. */
 	if ((uint64_t)sb.st_size < min || (uint64_t)sb.st_size > max || sb.st_size < 0)
 		err = -EBADMSG;
-	size_t want = err ? 0 : (size_t)sb.st_size;
+	*size = err ? 0 : (size_t)sb.st_size;
+	return err;
+}
+
+int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf, void **out,
+                        size_t *len)
+{
+	int fd;
+	size_t want;
+	int err = ada_fs_open_private_sized(path, min, max, &fd, &want);
+	if (err && fd < 0)
+		return err;
 	uint8_t *dst = buf;
 	if (!err && !dst && !(dst = malloc(want ? want : 1)))
 		err = -ENOMEM;

@@ -62,15 +62,12 @@ static void *cache_file_sealed_copy(int fd, size_t want)
 int plan_cache_read_file(const char *path, uint64_t min, uint64_t max, void **out, size_t *len,
                          size_t *map_len)
 {
-	struct stat sb;
 	*map_len = 0;
-	int fd, err = ada_fs_open_private(path, &fd, &sb);
-	if (err)
+	int fd;
+	size_t want;
+	int err = ada_fs_open_private_sized(path, min, max, &fd, &want);
+	if (err && fd < 0)
 		return err;
-	/* Only a file of a size the caller can use is copied. */
-	if ((uint64_t)sb.st_size < min || (uint64_t)sb.st_size > max || sb.st_size < 0)
-		err = -EBADMSG;
-	size_t want = err ? 0 : (size_t)sb.st_size;
 	void *p = !err && want >= CACHE_FILE_MAP_MIN && hook_no_seccomp()
 	              ? cache_file_sealed_copy(fd, want)
 	              : NULL;

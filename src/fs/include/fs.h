@@ -181,6 +181,10 @@ void ada_fs_memo_end(void);
  * *st (may be NULL) gets its fstat. -errno as ada_fs_walk_parent and
  * ada_fs_open_file; *out is -1 on error. */
 int ada_fs_open_private(const char *path, int *out, struct stat *st);
+/* ada_fs_open_private, and *size the file's size when it lies within
+ * [min, max]: -EBADMSG otherwise, with *fd still open (the caller closes
+ * it when it is not -1). */
+int ada_fs_open_private_sized(const char *path, uint64_t min, uint64_t max, int *fd, size_t *size);
 
 /* Makes the whole pages of [p, p + len) present in one call when len is
  * 64 KiB or more: for a fresh buffer about to be filled whole, instead of
