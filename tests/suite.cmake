@@ -98,7 +98,7 @@ find_file(ADA_LIBC_A libc.a PATHS /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib 
 # program: not an address or thread sanitizer build (its runtime must come
 # first in a process, and the programs are not built with it).
 set(ADA_E2E_AGENT FALSE)
-if(Python3_EXECUTABLE AND NOT ADA_SANITIZE MATCHES "^(address|thread)$")
+if(Python3_EXECUTABLE AND NOT ADA_SANITIZE MATCHES "address|thread")
   set(ADA_E2E_AGENT TRUE)
 endif()
 

@@ -2,8 +2,9 @@
 # The whole test suite (CI runs it through .ci/run): a warnings-as-errors
 # Release build with every test, then the sanitizer builds on the parts they
 # fit, each running the tests labelled asan, ubsan or tsan where they are
-# registered (ada_sanitize_tests() in tests/*/*.cmake; address/undefined:
-# the format library and its CLI, rings, drain and recorder pipeline, the
+# registered (ada_sanitize_tests() in tests/*/*.cmake; asan and ubsan in one
+# build with both sanitizers, stage asan_ubsan; address/undefined: the
+# format library and its CLI, rings, drain and recorder pipeline, the
 # hook arch layer, the injector and the agent's unit tests; thread: the
 # rings, drain and pipeline), then every fuzzer in a clang build for
 # ADA_FUZZ_SECONDS (10) each from its committed corpus (grown in the
@@ -54,24 +55,31 @@ run_ctest() {
 	t0=$SECONDS
 }
 
-# run_suite <stage> <build dir> <sanitizer>: the tests labelled <stage>
-# where they are registered (ada_sanitize_tests() in tests/*/*.cmake).
-# Only the targets those tests run are built (tools/stage_targets.py reads
-# them from CMake's file API, asked for by the query file): the Release
-# build compiles everything with -Werror already.
+# run_suite <stage> <build dir> <sanitizer> <label>...: the tests labelled
+# any <label> where they are registered (ada_sanitize_tests() in
+# tests/*/*.cmake). Only the targets those tests run are built
+# (tools/stage_targets.py reads them from CMake's file API, asked for by
+# the query file): the Release build compiles everything with -Werror
+# already.
 run_suite() {
 	local stage=$1 dir=$2 san=$3
+	shift 3
+	local label targets="" t re=""
 	echo "=== build $dir (sanitizer: $san) ==="
 	mkdir -p "$dir/.cmake/api/v1/query" && touch "$dir/.cmake/api/v1/query/codemodel-v2"
 	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug "${ci_opts[@]}" -DADA_SANITIZE="$san" >/dev/null
-	local targets
-	targets=$(tools/stage_targets.py "$dir" "$stage") || {
-		echo "tools/stage_targets.py failed: building every target of $dir"
-		targets=all
-	}
-	# shellcheck disable=SC2086 # one target a word
-	cmake --build "$dir" -j"$jobs" --target $targets >/dev/null
-	run_ctest "$stage" "$dir" -L "^$stage\$" -LE 'bench|fuzz'
+	for label in "$@"; do
+		t=$(tools/stage_targets.py "$dir" "$label") || {
+			echo "tools/stage_targets.py failed: building every target of $dir"
+			t=all
+		}
+		targets+=" $t"
+		re+="${re:+|}$label"
+	done
+	case " $targets " in *" all "*) targets=all ;; esac
+	# shellcheck disable=SC2046,SC2086 # one target a word
+	cmake --build "$dir" -j"$jobs" --target $(printf '%s\n' $targets | sort -u) >/dev/null
+	run_ctest "$stage" "$dir" -L "^($re)\$" -LE 'bench|fuzz'
 }
 
 echo "=== build build (Release, all tests) ==="
@@ -102,11 +110,13 @@ else
 fi
 
 if [ "${ADA_TEST_SANITIZERS:-1}" = 1 ]; then
-	run_suite asan build-asan address
-	run_suite ubsan build-ubsan undefined
-	run_suite tsan build-tsan thread
+	# AddressSanitizer and UndefinedBehaviorSanitizer in one build, on the
+	# tests labelled either (today the same set): one Debug build and one
+	# run instead of two of each.
+	run_suite asan_ubsan build-asan address,undefined asan ubsan
+	run_suite tsan build-tsan thread tsan
 else
-	disabled+=("asan,ubsan,tsan=ADA_TEST_SANITIZERS=0")
+	disabled+=("asan_ubsan,tsan=ADA_TEST_SANITIZERS=0")
 fi
 
 if [ "${ADA_TEST_FUZZ:-1}" = 1 ]; then

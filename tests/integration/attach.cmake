@@ -8,7 +8,7 @@ if(NOT Python3_EXECUTABLE)
   message(STATUS "ada tests: no python3, so no attach tests (install python3)")
   return()
 endif()
-if(ADA_SANITIZE MATCHES "^(address|thread)$")
+if(ADA_SANITIZE MATCHES "address|thread")
   # The agent is loaded into an unsanitized program: not with a sanitizer.
   message(STATUS "ada tests: attach tests are not registered with ADA_SANITIZE=${ADA_SANITIZE}")
   return()

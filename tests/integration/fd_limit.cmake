@@ -1,7 +1,7 @@
 # Losses to the recorder's limit of open files labelled and counted as
 # fd_limit drops (issue 35 item 4): tests/integration/fd_limit_test.sh.
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
-if(ADA_SANITIZE MATCHES "^(address|thread)$")
+if(ADA_SANITIZE MATCHES "address|thread")
   return() # it records with the agent, which a sanitized build cannot preload
 endif()
 add_test(NAME fd_limit
