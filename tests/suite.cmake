@@ -36,7 +36,7 @@ endfunction()
 
 # ada_e2e_test(<test> <script> [NO_SKIP] [NO_WORK] [WORK <dir>] [TIMEOUT <s>]
 #              [LABELS <label>...] [ENVIRONMENT <VAR=value>...] ARGS <arguments>...)
-# One test that runs a Python harness of tests/integration/:
+# One test that runs a Python harness of tests/integration/ (ADA_PYTHON_RUN):
 #   python3 tests/integration/<script> --ada <this build's ada> --work <dir> <arguments>...
 # WORK is ${CMAKE_BINARY_DIR}/itest-work unless given (NO_WORK: no --work,
 # for a harness that takes it among its own arguments); TIMEOUT 150; LABELS
@@ -61,7 +61,7 @@ function(ada_e2e_test name script)
     set(E_LABELS e2e)
   endif()
   add_test(NAME ${name}
-           COMMAND ${Python3_EXECUTABLE} ${ADA_ITEST_DIR}/${script} --ada $<TARGET_FILE:ada>
+           COMMAND ${ADA_PYTHON_RUN} ${ADA_ITEST_DIR}/${script} --ada $<TARGET_FILE:ada>
                    ${work} ${E_ARGS})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${E_TIMEOUT} LABELS "${E_LABELS}")
   if(NOT E_NO_SKIP)
@@ -72,6 +72,38 @@ function(ada_e2e_test name script)
   endif()
 endfunction()
 set(ADA_ITEST_DIR ${CMAKE_CURRENT_LIST_DIR}/integration)
+
+# ada_suite_python(): the interpreter every test runs, resolved once.
+# find_package may find a launcher rather than python itself: pyenv's
+# shim is a bash script that works out the version at every start (~0.8 s
+# of CPU per start, more than most tests' own work). Python3_EXECUTABLE
+# becomes what that interpreter calls itself (sys.executable), and
+# ADA_PYTHON_RUN is how a test runs a script of tests/:
+#   <python> -S -X pycache_prefix=<build>/pycache tests/run_py.py <script> <arguments>...
+# -S: no site module (the harnesses use the standard library only; a .pth
+# file of site-packages can import more than a harness does);
+# tests/run_py.py runs the script from its bytecode cached in the build
+# (a script run as `python script.py` is compiled at every start:
+# ada_itest.py is 3 000 lines). A python3 that a test runs by name (a
+# shell script's `python3 -`) is the same interpreter:
+# ${CMAKE_BINARY_DIR}/test-bin, where python3 and python link to it, comes
+# first in every test's PATH (ada_suite_finish).
+macro(ada_suite_python)
+  if(Python3_EXECUTABLE)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "import sys; print(sys.executable)"
+                    OUTPUT_VARIABLE _ada_py RESULT_VARIABLE _ada_py_rc
+                    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(_ada_py_rc EQUAL 0 AND IS_ABSOLUTE "${_ada_py}" AND EXISTS "${_ada_py}")
+      set(Python3_EXECUTABLE ${_ada_py})
+    endif()
+    set(ADA_PYTHON_RUN ${Python3_EXECUTABLE} -S -X pycache_prefix=${CMAKE_BINARY_DIR}/pycache
+                       ${CMAKE_CURRENT_LIST_DIR}/run_py.py)
+    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/test-bin)
+    foreach(_ada_name python3 python)
+      file(CREATE_LINK ${Python3_EXECUTABLE} ${CMAKE_BINARY_DIR}/test-bin/${_ada_name} SYMBOLIC)
+    endforeach()
+  endif()
+endmacro()
 
 # ada_suite_require(<found> <what is missing> <what is lost> <Debian package>)
 function(ada_suite_require found what lost pkg)
@@ -88,6 +120,7 @@ endfunction()
 
 # Looked up here, before the tests/*/*.cmake files that use them.
 find_package(Python3 COMPONENTS Interpreter)
+ada_suite_python()
 find_program(ADA_CLANG clang)
 find_program(ADA_CLANGXX clang++)
 find_program(ADA_VALGRIND valgrind)
@@ -180,6 +213,17 @@ function(ada_suite_finish)
       set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT ADA_NO_RECOVER_ORPHANS=1)
     endif()
   endforeach()
+  # python3 by name is the interpreter of ada_suite_python, not a
+  # launcher in front of it (PATH as ctest has it, test-bin first).
+  if(Python3_EXECUTABLE AND tests)
+    if(CMAKE_VERSION VERSION_LESS 3.22)
+      set_property(TEST ${tests} APPEND PROPERTY ENVIRONMENT
+                   "PATH=${CMAKE_BINARY_DIR}/test-bin:$ENV{PATH}")
+    else()
+      set_property(TEST ${tests} APPEND PROPERTY ENVIRONMENT_MODIFICATION
+                   "PATH=path_list_prepend:${CMAKE_BINARY_DIR}/test-bin")
+    endif()
+  endif()
   list(JOIN tests "\n" names)
   file(WRITE ${CMAKE_BINARY_DIR}/ctest_names.txt "${names}\n")
   ada_suite_costs()

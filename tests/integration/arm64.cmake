@@ -81,7 +81,7 @@ ada_arm64_test(flight_crash_segv flight crash_segv ${_a64}/t_flight_O2)
 # same frames under ada as untraced (x30 saved in the hooked frames and
 # in the context put back before the signal is re-raised). ~2 s.
 add_test(NAME arm64.crash_core
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/arm64_core.py
+         COMMAND ${ADA_PYTHON_RUN} ${CMAKE_CURRENT_LIST_DIR}/arm64_core.py
                  --ada $<TARGET_FILE:ada> --qemu ${ADA_QEMU_AARCH64} --root ${_a64_root}
                  --gdb gdb-multiarch --work ${CMAKE_BINARY_DIR}/arm64-work/core
                  -- ${_a64}/t_crash_O2 segv)

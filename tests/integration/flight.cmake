@@ -21,7 +21,7 @@ endforeach()
 # program (tests/targets/t_trigrate.c).
 foreach(s window_mem window_mem_full)
   add_test(NAME e2e.flight_${s}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
+           COMMAND ${ADA_PYTHON_RUN} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
                    --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_trigrate_O2)
   set_tests_properties(e2e.flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150

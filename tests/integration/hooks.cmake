@@ -14,7 +14,7 @@ if(NOT Python3_EXECUTABLE)
 endif()
 # The harness's own checks, on hand-made traces: they must catch bad ones.
 add_test(NAME itest.harness_selftest
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py --ada none
+         COMMAND ${ADA_PYTHON_RUN} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py --ada none
                  --work ${CMAKE_BINARY_DIR}/itest-work --name selftest selftest)
 
 if(ADA_SANITIZE MATCHES "address|thread")

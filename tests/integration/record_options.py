@@ -666,7 +666,7 @@ def record_plain(ctx, argv, w, opts=()):
     ctx.rep.note("repro (in %s): %s" % (w, " ".join(cmd)))
     return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, cwd=w,
-                          timeout=it.RUN_TIMEOUT * 2, preexec_fn=it.no_core)
+                          timeout=it.RUN_TIMEOUT * 2, preexec_fn=it.core_preexec())
 
 
 @case
@@ -881,6 +881,7 @@ def main():
     ap.add_argument("--tests")
     ap.add_argument("case", choices=list(CASES) + ["coverage"])
     args = ap.parse_args()
+    it.no_core()  # as ada_itest's main: its run() starts commands without a preexec_fn
     base = os.path.join(args.work, "opt." + args.case)
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)

@@ -344,6 +344,7 @@ def main():
     ap.add_argument("--arg", action="append", default=[], help="an argument of the program")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
+    it.no_core()  # as ada_itest's main: its run() starts commands without a preexec_fn
     ARGS.extend(args.arg)
     if not shutil.which("objcopy") or not shutil.which("nm") or not shutil.which("readelf"):
         print("SKIP: objcopy, nm and readelf (binutils) are needed")

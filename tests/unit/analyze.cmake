@@ -14,12 +14,12 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   ada_sanitize_tests(asan ubsan TESTS analyze_frames analyze_callgraph)
 endif()
 add_test(NAME analyze_cli
-  COMMAND ${Python3_EXECUTABLE} ${ANALYZE_TEST_DIR}/test_analyze_cli.py $<TARGET_FILE:ada>
+  COMMAND ${ADA_PYTHON_RUN} ${ANALYZE_TEST_DIR}/test_analyze_cli.py $<TARGET_FILE:ada>
           ${CMAKE_SOURCE_DIR}/tests/data/golden ${CMAKE_CURRENT_BINARY_DIR}/analyze_cli_work)
 ada_sanitize_tests(asan ubsan TESTS analyze_cli)
 # The reading commands on several threads (tools/read_par.h) against one:
 # report and export of a made-up session cut in small pieces.
 add_test(NAME analyze_parallel
-  COMMAND ${Python3_EXECUTABLE} ${ANALYZE_TEST_DIR}/test_read_parallel.py $<TARGET_FILE:ada>
+  COMMAND ${ADA_PYTHON_RUN} ${ANALYZE_TEST_DIR}/test_read_parallel.py $<TARGET_FILE:ada>
           $<TARGET_FILE:atf_to_cidx> ${CMAKE_CURRENT_BINARY_DIR}/analyze_parallel_work)
 ada_sanitize_tests(asan ubsan tsan TESTS analyze_parallel)
