@@ -280,9 +280,10 @@ static void agent_json_caches(FILE *f)
 	agent_printf(f,
 	             ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 	             ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"rejected\": %" PRIu64
-	             ", \"decoded\": %" PRIu64 "}",
+	             ", \"decoded\": %" PRIu64 ", \"file_checked\": %" PRIu64 "}",
 	             cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
-	             agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded);
+	             agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded,
+	             agent.cache_file_checked);
 	agent_printf(f,
 	             ",\n  \"symtab_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 	             ", \"off\": %" PRIu64 ", \"refused\": %" PRIu64 "}",
@@ -323,8 +324,10 @@ static void agent_json_body(FILE *f)
 	hook_patch_cow_stats(&cow);
 	agent_printf(f,
 	             ",\n  \"text_pages\": {\"dropped\": %" PRIu64 ", \"kept\": %" PRIu64
-	             ", \"failed\": %" PRIu64 ", \"kernel_refused\": %" PRIu64 "}",
-	             cow.dropped, cow.kept, cow.failed, cow.kernel_refused);
+	             ", \"failed\": %" PRIu64 ", \"kernel_refused\": %" PRIu64
+	             ", \"prefaulted\": %" PRIu64 ", \"populate_refused\": %" PRIu64 "}",
+	             cow.dropped, cow.kept, cow.failed, cow.kernel_refused, cow.prefaulted,
+	             cow.populate_refused);
 	agent_printf(f,
 	             ",\n  \"symbol_files\": {\"written\": %" PRIu64 ", \"shared\": %" PRIu64
 	             ", \"share_failed\": %" PRIu64 ", \"bodies_written\": %" PRIu64
@@ -857,6 +860,9 @@ static int agent_read_config(void)
 	/* Likewise --count-only without the live counts' thread. */
 	if (secure_getenv("ADA_TEST_COUNT_NO_LIVE"))
 		agent.cfg.count_live = false;
+	/* A kernel before 5.14 (no MADV_POPULATE_*): every populate refused. */
+	if (secure_getenv("ADA_TEST_NO_POPULATE"))
+		hook_mem_populate_refuse(true);
 	return err;
 }
 

@@ -74,13 +74,15 @@ struct install_rd {
 	const struct agent_module *m;
 	struct hook_arch_region v[16];
 	size_t n;
+	struct hook_arch_region x[4]; /* the executable ones (bytes unused) */
+	size_t nx;
 };
 
 static int install_rd_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct install_rd *r = arg;
 	uint64_t lo = UINT64_MAX;
-	size_t n = 0;
+	size_t n = 0, nx = 0;
 	(void)size;
 	if ((uint64_t)info->dlpi_addr != r->m->base)
 		return 0;
@@ -92,10 +94,13 @@ static int install_rd_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		lo = a < lo ? a : lo;
 		if ((ph->p_flags & PF_R) && n < sizeof(r->v) / sizeof(r->v[0]))
 			r->v[n++] = (struct hook_arch_region){a, ph->p_memsz, (const uint8_t *)a};
+		if ((ph->p_flags & PF_X) && nx < sizeof(r->x) / sizeof(r->x[0]))
+			r->x[nx++] = (struct hook_arch_region){a, ph->p_memsz, NULL};
 	}
 	if (lo != r->m->lo)
 		return 0;
 	r->n = n;
+	r->nx = nx;
 	return 1;
 }
 
@@ -269,6 +274,7 @@ struct install_padctx {
 	bool made, ok;
 	struct discover_fde_table fdes;
 	uint64_t *pm;
+	struct agent_text text; /* a hit's check read from the file */
 };
 
 static bool install_padctx_get(struct agent_module *m, struct install_padctx *c)
@@ -312,7 +318,7 @@ static bool install_cached_plan(struct agent_module *m, const struct hook_arch_m
 	if (!plan) /* the file's record walk: every OK entry has its plan */
 		return false;
 	if (cached & PLAN_CACHE_PLAN)
-		return plan_cache_fits(mv, plan, cached & PLAN_CACHE_LEN);
+		return agent_text_fits(&pc->text, mv, plan, cached & PLAN_CACHE_LEN);
 	struct ada_hook_fn *f = &m->st.fns[i];
 	uint64_t addr = m->base + f->offset;
 	agent.cache_decoded++;
@@ -349,6 +355,14 @@ static size_t install_prepare(struct agent_module *m, struct agent_plans *plans,
 	struct install_padctx pc = {0};
 	dl_iterate_phdr(install_rd_cb, &rd);
 	struct hook_arch_memview mv = {rd.v, rd.n};
+	pc.text.fd = pc.text.pm = -1; /* closed: nothing to close */
+	if (ce && rd.nx)
+		agent_text_open(&pc.text, rd.x[0].addr);
+	/* What the walk below (or the analysis) reads of the text in memory:
+	 * mapped in one call, not a fault each (a hit's checked from the
+	 * file, agent_text.c, but for the pages the process wrote). */
+	for (size_t k = pc.text.fd >= 0; k < rd.nx; k++)
+		hook_mem_prefault(rd.x[k].addr, rd.x[k].len);
 	if (!ce) {
 		struct install_full x = {m, plans->v, &mv};
 		install_run(install_prepare_range, &x, m->st.count, INSTALL_PREPARE_GRAIN);
@@ -363,11 +377,13 @@ static size_t install_prepare(struct agent_module *m, struct agent_plans *plans,
 			f->status = ce[i].status;
 		} else if (ce && !install_cached_plan(m, &mv, &pc, i, plan, ce[i].patch_len)) {
 			free(pc.pm);
+			agent_text_close(&pc.text);
 			return SIZE_MAX;
 		}
 		n += f->status == ADA_HOOK_OK;
 	}
 	free(pc.pm);
+	agent_text_close(&pc.text);
 	/* The walk read and checked every record (the file is private
 	 * memory: install_emit()'s walk reads the same ones). */
 	if (ce && !plans->v && plans->file.buf && !plan_cache_file_whole(&plans->file))

@@ -490,11 +490,12 @@ struct agent_state {
 	struct agent_ignored *ign;
 	size_t n_ign, cap_ign;
 	uint32_t next_id;
-	uint64_t cache_agent_hash; /* plan cache key part; 0: cache off */
-	uint64_t cache_untrusted;  /* modules whose cache file or place was not trusted */
-	uint64_t cache_rejected;   /* modules whose cache hit did not fit the image */
-	uint64_t symcache_refused; /* symbol-table cache files there but not used */
-	uint64_t cache_decoded;    /* functions decoded again on a cache hit */
+	uint64_t cache_agent_hash;   /* plan cache key part; 0: cache off */
+	uint64_t cache_untrusted;    /* modules whose cache file or place was not trusted */
+	uint64_t cache_rejected;     /* modules whose cache hit did not fit the image */
+	uint64_t symcache_refused;   /* symbol-table cache files there but not used */
+	uint64_t cache_decoded;      /* functions decoded again on a cache hit */
+	uint64_t cache_file_checked; /* cached plans checked against the file (agent_text.c) */
 	/* The start-up scan's analysis may take a helper thread (no patch
 	 * exists yet); par_fallback: modules analysed on one thread because
 	 * the helper could not be created. */
@@ -594,6 +595,28 @@ void agent_stage_flush(struct agent_stage *st, uint8_t *blk, size_t used, bool l
 uint8_t *agent_stage_at(struct agent_stage *st, uint8_t *blk, size_t used);
 /* Where undo entry np is to be written. */
 struct hook_patch *agent_stage_undo_at(struct agent_stage *st, size_t np);
+
+/* agent_text.c: a plan cache hit's check read from the image's file. */
+#define AGENT_TEXT_PAGES 64 /* the window: pages read at a time */
+struct agent_text {
+	int fd, pm;          /* the mapped file, /proc/self/pagemap; -1: closed */
+	uint64_t pg, lo, hi; /* page size, the mapping [lo, hi) */
+	uint64_t off;        /* the file offset of lo */
+	uint64_t wlo, whi;   /* the window [wlo, whi) read into buf */
+	uint64_t file;       /* bit q: the window's page q holds the file's bytes */
+	uint8_t *buf;
+};
+/* Opens the check for the mapping that holds addr: in the start-up scan
+ * only (hook_no_seccomp; not attached), and only when that mapping is a
+ * private one of the regular file its path still names; else closed,
+ * and every check reads memory. */
+void agent_text_open(struct agent_text *t, uint64_t addr);
+void agent_text_close(struct agent_text *t);
+/* plan_cache_fits() of plan, its bytes read from the file when memory
+ * holds the file's there (counted agent.cache_file_checked), else from
+ * mem. The walk asks in address order (a window read per 64 pages). */
+bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
+                     const struct hook_arch_plan *plan, unsigned patch_len);
 
 uint64_t agent_now_ns(void);
 /* Writes pid_<getpid()>/module_<id>.syms for each module with written == false

@@ -645,15 +645,22 @@ static void patch_drop_range(uint64_t lo, uint64_t hi, uint64_t pg)
  * that patches[i..j) change, as far as the step reaches (PATCH_DROP_PAGES
  * pages from base); returns the end of the patches within reach and
  * raises *hi to the end of the last page marked. Reads every patched
- * byte: before the drop, as reading a dropped page would map it again. */
+ * byte: before the drop, as reading a dropped page would map it again.
+ * In the start-up scan (hook_no_seccomp's window) it reads none and
+ * marks every patch's pages: its patches are new (a plan cache hit's
+ * bytes were checked from the file, agent_text.c, and this read would be
+ * the first touch of each page, one hypervisor exit each on a guest with
+ * shadow page tables), and a patch that changes nothing is written all
+ * the same -- the same bytes again, harmless. */
 static size_t patch_mark(const struct hook_patch *patches, size_t i, size_t j, uint64_t base,
                          uint64_t pg, uint64_t *hi)
 {
 	uint64_t limit = base + PATCH_DROP_PAGES * pg;
+	bool all = hook_no_seccomp();
 	size_t k = i;
 	for (; k < j && patches[k].addr + patches[k].len <= limit; k++) {
 		const struct hook_patch *p = &patches[k];
-		if (!patch_changes(p))
+		if (!all && !patch_changes(p))
 			continue; /* patch_write writes nothing */
 		uint64_t b = (p->addr + p->len + pg - 1) & ~(pg - 1);
 		for (uint64_t x = (p->addr - base) / pg; x < (b - base) / pg; x++)
@@ -667,15 +674,46 @@ static size_t patch_mark(const struct hook_patch *patches, size_t i, size_t j, u
  * call a gap would add (cc1: 600 runs otherwise). */
 #define PATCH_POPULATE_GAP 2
 
+/* Set by hook_mem_populate_refuse() (tests): every populate refused as
+ * by a kernel before 5.14. Relaxed: set before the install paths run and
+ * read by them only (serialized, hook_mem.h); it guards nothing else. */
+static _Atomic bool populate_refused;
+
+void hook_mem_populate_refuse(bool refuse)
+{
+	atomic_store_explicit(&populate_refused, refuse, memory_order_relaxed);
+}
+
+/* madvise(advice) over [from, to) (page-aligned, non-empty); false when
+ * the kernel refused it (before Linux 5.14: EINVAL; a hole: ENOMEM),
+ * counted populate_refused. Nothing depends on it: what it did not
+ * populate faults in when touched, one trap per page. */
+static bool mem_populate(uint64_t from, uint64_t to, int advice)
+{
+	if (!atomic_load_explicit(&populate_refused, memory_order_relaxed) &&
+	    madvise((void *)from, to - from, advice) == 0)
+		return true;
+	patch_step.cow.populate_refused++;
+	return false;
+}
+
+#ifndef MADV_POPULATE_READ /* headers before Linux 5.14: the kernel says */
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+
 static void patch_populate_run(uint64_t from, uint64_t to)
 {
-#ifdef MADV_POPULATE_WRITE
 	if (from < to)
-		(void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
-#else
-	(void)from;
-	(void)to;
-#endif
+		(void)mem_populate(from, to, MADV_POPULATE_WRITE);
+}
+
+void hook_mem_prefault(uint64_t addr, uint64_t len)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t lo = addr & ~(pg - 1), hi = (addr + len + pg - 1) & ~(pg - 1);
+	if (len && hi > lo && mem_populate(lo, hi, MADV_POPULATE_READ))
+		patch_step.cow.prefaulted += (hi - lo) / pg;
 }
 
 /* Copies, writable, the marked pages of [lo, hi) (page-aligned, within

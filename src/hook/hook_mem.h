@@ -167,9 +167,24 @@ int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n
  * MADV_DONTNEED: copied the expensive way). Callers serialized as above. */
 struct hook_patch_cow {
 	uint64_t dropped, kept, failed;
-	uint64_t kernel_refused; /* one-thread writes the kernel did not do (seccomp, refused) */
+	uint64_t kernel_refused;   /* one-thread writes the kernel did not do (seccomp, refused) */
+	uint64_t prefaulted;       /* pages hook_mem_prefault() mapped in one call each range */
+	uint64_t populate_refused; /* MADV_POPULATE_* calls refused (before Linux 5.14) */
 };
 void hook_patch_cow_stats(struct hook_patch_cow *out);
+
+/* Maps the pages of [addr, addr + len) (an image's text, before the
+ * analysis or a plan cache hit's check reads it) for reading in one
+ * system call (MADV_POPULATE_READ), counted prefaulted: without it each
+ * first read of a page is a fault of its own. Refused (before Linux
+ * 5.14), counted populate_refused, the reads fault as before. Callers
+ * serialized as above. */
+void hook_mem_prefault(uint64_t addr, uint64_t len);
+
+/* Tests: refuse (true) every MADV_POPULATE_* call as a kernel before
+ * 5.14 would (counted populate_refused); the agent sets it from
+ * ADA_TEST_NO_POPULATE. */
+void hook_mem_populate_refuse(bool refuse);
 
 /* /proc/self/maps parsing, exposed for tests. */
 struct hook_map {

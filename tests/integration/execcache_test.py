@@ -16,6 +16,9 @@ With one plan cache (XDG_CACHE_HOME under DIR):
      (plan_cache.rejected == 1), analyses the module in full (a miss)
      and rewrites the file; the same verdicts (module_*.syms) as warm;
   4. tampered again, under ada_itest.py: exact call counts.
+With 2, the plans checked against the image's file (plan_cache.file_checked),
+and a run with every MADV_POPULATE_* refused (ADA_TEST_NO_POPULATE, as
+before Linux 5.14): counted, the same verdicts, exact counts.
 Between 2 and 3, the symbol-table cache: the warm exec'd image read every
 module that has a .symtab or only .dynsym from it (agent.json symtab_cache "hit"), the
 same .syms lines as a run with an empty cache, and a byte changed in the
@@ -173,6 +176,18 @@ def main():
         check(n >= 2 and pc["hits"] == n and pc["misses"] == 0 and pc["decoded"] == 0 and
               pc["rejected"] == 0 and pc["off"] == 0,
               "warm: the exec'd image's plan_cache %r over %d modules" % (pc, n))
+        check(pc["file_checked"] > 0,
+              "warm: no cached plan was checked against its file (agent_text.c): %r" % pc)
+        # A kernel without MADV_POPULATE_* (ADA_TEST_NO_POPULATE): the
+        # refusals counted, the same verdicts, exact counts, cold and warm.
+        nopop = dict(env, ADA_TEST_NO_POPULATE="1",
+                     XDG_CACHE_HOME=os.path.join(a.work, "cache-nopop"))
+        cold_np, cold_np_syms = record(a.ada, a.work, "nopop-cold", nopop, a.argv)
+        check(cold_np["text_pages"]["populate_refused"] >= 1 and
+              cold_np["text_pages"]["prefaulted"] == 0 and cold_np_syms == warm_syms,
+              "no populate: text_pages %r (refusals expected), verdicts %s" %
+              (cold_np["text_pages"], "the same" if cold_np_syms == warm_syms else "differ"))
+        itest(a.ada, a.work, "nopop-warm", nopop, a.argv)
         # Every table but one from a debug file found only by
         # .gnu_debuglink (whose identity the cache does not record).
         own = [m for m in warm["modules"]

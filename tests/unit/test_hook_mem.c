@@ -415,6 +415,44 @@ static void test_patch_pair_one_thread(void **state)
 	close(fd);
 }
 
+/* A kernel without MADV_POPULATE_* (before 5.14; hook_mem_populate_refuse
+ * stands in for it): the prefault and the populates before the writes
+ * are refused and counted, and the patches are written all the same. */
+static void test_populate_refused(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int fd;
+	uint8_t *p = file_text(4, &fd);
+	struct hook_patch_cow before, after;
+	struct hook_patch patches[2] = {
+	    {(uint64_t)p + 10, 5, {0xe9, 5, 6, 7, 8}},
+	    {(uint64_t)p + 2 * (size_t)pg + 3, 5, {0xe9, 1, 2, 3, 4}},
+	};
+
+	(void)state;
+	hook_mem_populate_refuse(true);
+	hook_patch_cow_stats(&before);
+	hook_mem_prefault((uint64_t)p, 4 * (uint64_t)pg);
+	assert_int_equal(hook_patch_apply(patches, 2), 0);
+	hook_patch_cow_stats(&after);
+	hook_mem_populate_refuse(false);
+	assert_int_equal(after.prefaulted, before.prefaulted);
+	assert_true(after.populate_refused - before.populate_refused >= 2);
+	assert_memory_equal(p + 10, "\xe9\x05\x06\x07\x08", 5);
+	assert_memory_equal(p + 2 * pg + 3, "\xe9\x01\x02\x03\x04", 5);
+	assert_int_equal(p[9], 1);
+	assert_int_equal(p[2 * pg + 8], 3);
+	/* allowed: mapped in one call (or refused by the kernel), counted */
+	hook_patch_cow_stats(&before);
+	hook_mem_prefault((uint64_t)p + 5, 2 * (uint64_t)pg);
+	hook_patch_cow_stats(&after);
+	assert_int_equal(after.prefaulted - before.prefaulted +
+	                     (after.populate_refused - before.populate_refused) * 3,
+	                 3);
+	munmap(p, 4 * (size_t)pg);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +466,7 @@ int main(void)
 	    cmocka_unit_test(test_patch_pair),
 	    cmocka_unit_test(test_patch_drop_keeps_copies),
 	    cmocka_unit_test(test_patch_pair_one_thread),
+	    cmocka_unit_test(test_populate_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,179 @@
+/*
+ * A plan cache hit's check of an image's text against its file
+ * (agent_internal.h, struct agent_text): the bytes a cached plan
+ * displaces compared with the file's, read a window at a time, instead
+ * of the mapped text's.
+ *
+ * Why: the check reads every function's first bytes; read from the
+ * mapping, that is the first touch from user space of each of the
+ * text's pages (cc1: ~5 000), on a paravirtualised guest with shadow
+ * page tables an exit to the hypervisor each (~2-3 us), and the patches
+ * then drop those very pages (hook_mem.c, patch_drop_range) for the
+ * kernel to copy. Read by pread(2), the kernel copies them from the
+ * page cache into one reused buffer.
+ *
+ * Why it is the same check: a page of a private file mapping that the
+ * process has not written (present and a file page in
+ * /proc/self/pagemap, or not present and not swapped out: the next read
+ * maps the file's page) holds the bytes the page cache holds for the
+ * file at that offset, which pread returns. The file read is the one
+ * mapped (the device and inode /proc/self/maps gives for the mapping,
+ * fstat'ed), at the mapping's offset. A page the process has written
+ * (a private copy: a text relocation, a uprobe, an earlier patch; or
+ * swapped out) is not answered here: the caller compares the mapped
+ * bytes as before. Only in the start-up scan (hook_no_seccomp's window:
+ * one thread, nothing of the program run), so nothing writes the text
+ * between the pagemap read, the file read and the patches.
+ *
+ * Not hook context: install_prepare(), agent.lock held.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "agent_internal.h"
+#include "plancache_internal.h"
+
+/* /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst). */
+#define TEXT_PM_PRESENT (1ull << 63)
+#define TEXT_PM_SWAP (1ull << 62)
+#define TEXT_PM_FILE (1ull << 61)
+
+/* The longest span one check asks for (a patch and its padding slot
+ * close before it); longer: the mapped bytes. */
+#define TEXT_SPAN_MAX 256u
+
+/* The mapping of /proc/self/maps that holds addr: [*lo, *hi), its file
+ * offset, device and inode, and its path into path[cap]. false when none
+ * holds it, it is not a private readable file mapping, or a line does
+ * not parse. */
+static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *off, dev_t *dev,
+                         ino_t *ino, char *path, size_t cap)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[PATH_MAX + 128];
+	bool found = false;
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, o, in;
+		unsigned mj, mn;
+		char perms[5];
+		int at = 0;
+		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &a, &b, perms, &o, &mj, &mn,
+		           &in, &at) != 7 ||
+		    addr < a || addr >= b)
+			continue;
+		found = true;
+		size_t n = strcspn(line + at, "\n");
+		if (perms[0] != 'r' || perms[3] != 'p' || !in || line[at] != '/' || n >= cap)
+			break;
+		memcpy(path, line + at, n);
+		path[n] = 0;
+		*lo = a, *hi = b, *off = o, *dev = makedev(mj, mn), *ino = (ino_t)in;
+		fclose(f);
+		return true;
+	}
+	fclose(f);
+	return false;
+}
+
+void agent_text_open(struct agent_text *t, uint64_t addr)
+{
+	char path[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	struct stat st;
+	memset(t, 0, sizeof(*t));
+	t->fd = t->pm = -1;
+	t->pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (!hook_no_seccomp() || agent.attached ||
+	    !text_mapping(addr, &t->lo, &t->hi, &t->off, &dev, &ino, path, sizeof(path)))
+		return;
+	t->fd = open(path, O_RDONLY | O_CLOEXEC);
+	t->pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	t->buf = malloc(AGENT_TEXT_PAGES * t->pg);
+	/* The file mapped, not one that took its name since. */
+	if (t->fd < 0 || t->pm < 0 || !t->buf || fstat(t->fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_ino != ino || st.st_dev != dev)
+		agent_text_close(t);
+}
+
+void agent_text_close(struct agent_text *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->pm >= 0)
+		close(t->pm);
+	free(t->buf);
+	t->buf = NULL;
+	t->fd = t->pm = -1;
+}
+
+/* Reads the window of pages around addr (from the page before its, for
+ * a padding slot ahead of a function): the file's bytes and which pages
+ * hold them in memory. false (and closed: the rest is checked in memory)
+ * when a read falls short. */
+static bool text_fill(struct agent_text *t, uint64_t addr)
+{
+	uint64_t pg = t->pg, wlo = addr & ~(pg - 1);
+	wlo = wlo - t->lo >= pg ? wlo - pg : t->lo;
+	uint64_t whi = t->hi - wlo > AGENT_TEXT_PAGES * pg ? wlo + AGENT_TEXT_PAGES * pg : t->hi;
+	uint64_t ent[AGENT_TEXT_PAGES];
+	size_t np = (size_t)((whi - wlo) / pg);
+	ssize_t want = (ssize_t)(np * sizeof(ent[0]));
+	if (pread(t->pm, ent, (size_t)want, (off_t)(wlo / pg * sizeof(ent[0]))) != want ||
+	    pread(t->fd, t->buf, whi - wlo, (off_t)(t->off + (wlo - t->lo))) !=
+	        (ssize_t)(whi - wlo)) {
+		agent_text_close(t);
+		return false;
+	}
+	t->file = 0;
+	for (size_t q = 0; q < np; q++)
+		if ((ent[q] & TEXT_PM_PRESENT) ? (ent[q] & TEXT_PM_FILE) != 0
+		                               : !(ent[q] & TEXT_PM_SWAP))
+			t->file |= 1ull << q;
+	t->wlo = wlo;
+	t->whi = whi;
+	return true;
+}
+
+/* The file's bytes [addr, addr + len) when memory holds them too, else
+ * NULL (the caller reads memory). */
+static const uint8_t *text_at(struct agent_text *t, uint64_t addr, uint64_t len)
+{
+	if (t->fd < 0 || addr < t->lo || addr >= t->hi || len > t->hi - addr)
+		return NULL;
+	if ((addr < t->wlo || addr + len > t->whi) && !text_fill(t, addr))
+		return NULL;
+	if (addr + len > t->whi)
+		return NULL;
+	for (uint64_t q = (addr - t->wlo) / t->pg; q <= (addr + len - 1 - t->wlo) / t->pg; q++)
+		if (!((t->file >> q) & 1u))
+			return NULL;
+	return t->buf + (addr - t->wlo);
+}
+
+bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
+                     const struct hook_arch_plan *plan, unsigned patch_len)
+{
+	uint64_t lo = plan->fn_addr, hi = plan->fn_addr + plan->patch_len;
+	if (plan->pad_addr) {
+		lo = plan->pad_addr < lo ? plan->pad_addr : lo;
+		hi = plan->pad_addr + HOOK_ARCH_PAD_SLOT > hi ? plan->pad_addr + HOOK_ARCH_PAD_SLOT
+		                                              : hi;
+	}
+	const uint8_t *b = hi > lo && hi - lo <= TEXT_SPAN_MAX ? text_at(t, lo, hi - lo) : NULL;
+	if (!b)
+		return plan_cache_fits(mem, plan, patch_len);
+	struct hook_arch_region r = {lo, hi - lo, b};
+	struct hook_arch_memview fv = {&r, 1};
+	agent.cache_file_checked++;
+	return plan_cache_fits(&fv, plan, patch_len);
+}
