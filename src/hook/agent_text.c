@@ -96,7 +96,9 @@ void agent_text_open(struct agent_text *t, uint64_t addr)
 	if (!hook_no_seccomp() || agent.attached ||
 	    !text_mapping(addr, &t->lo, &t->hi, &t->off, &dev, &ino, path, sizeof(path)))
 		return;
-	t->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put at the path since must not hold start-up
+	 * (it is then refused as not the regular file mapped). */
+	t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	t->pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	t->buf = malloc(AGENT_TEXT_PAGES * t->pg);
 	/* The file mapped, not one that took its name since. */
