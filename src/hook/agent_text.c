@@ -40,11 +40,6 @@
 #include "agent_internal.h"
 #include "plancache_internal.h"
 
-/* /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst). */
-#define TEXT_PM_PRESENT (1ull << 63)
-#define TEXT_PM_SWAP (1ull << 62)
-#define TEXT_PM_FILE (1ull << 61)
-
 /* The longest span one check asks for (a patch and its padding slot
  * close before it); longer: the mapped bytes. */
 #define TEXT_SPAN_MAX 256u
@@ -138,8 +133,8 @@ static bool text_fill(struct agent_text *t, uint64_t addr)
 	}
 	t->file = 0;
 	for (size_t q = 0; q < np; q++)
-		if ((ent[q] & TEXT_PM_PRESENT) ? (ent[q] & TEXT_PM_FILE) != 0
-		                               : !(ent[q] & TEXT_PM_SWAP))
+		if ((ent[q] & HOOK_PM_PRESENT) ? (ent[q] & HOOK_PM_FILE) != 0
+		                               : !(ent[q] & HOOK_PM_SWAP))
 			t->file |= 1ull << q;
 	t->wlo = wlo;
 	t->whi = whi;

@@ -564,11 +564,7 @@ __attribute__((no_sanitize("thread"))) static bool patch_changes(const struct ho
 #define PATCH_DROP_PAGES 16384
 #define PATCH_WRITE_PAGES 256
 
-/* /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst). */
-#define PM_PRESENT (1ull << 63)
-#define PM_SWAP (1ull << 62)
-#define PM_FILE (1ull << 61) /* a file's page (or shared anonymous) */
-#define PM_BATCH 256         /* entries read at a time */
+#define PM_BATCH 256 /* pagemap entries read at a time */
 
 /* The callers are serialized (hook_mem.h): one step's state, static so
  * that a dlopen on a small thread stack does not carry it. */
@@ -625,12 +621,12 @@ static void patch_drop_range(uint64_t lo, uint64_t hi, uint64_t pg)
 		}
 		for (size_t q = 0; q < n; q++, a += pg) {
 			uint64_t e = patch_step.ent[q];
-			if ((e & PM_SWAP) || ((e & PM_PRESENT) && !(e & PM_FILE))) {
+			if ((e & HOOK_PM_SWAP) || ((e & HOOK_PM_PRESENT) && !(e & HOOK_PM_FILE))) {
 				patch_drop(from, a, present);
 				patch_step.cow.kept++;
 				from = a + pg;
 				present = 0;
-			} else if (e & PM_PRESENT) {
+			} else if (e & HOOK_PM_PRESENT) {
 				present++;
 			}
 		}

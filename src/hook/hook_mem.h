@@ -186,6 +186,13 @@ void hook_mem_prefault(uint64_t addr, uint64_t len);
  * ADA_TEST_NO_POPULATE. */
 void hook_mem_populate_refuse(bool refuse);
 
+/* /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst),
+ * read by the patch drops (hook_mem.c) and the plan check from the file
+ * (agent_text.c). */
+#define HOOK_PM_PRESENT (1ull << 63)
+#define HOOK_PM_SWAP (1ull << 62)
+#define HOOK_PM_FILE (1ull << 61) /* a file's page (or shared anonymous) */
+
 /* /proc/self/maps parsing, exposed for tests. */
 struct hook_map {
 	uint64_t start, end;

@@ -415,6 +415,18 @@ static size_t clobber_expect(const char *dir, const char *image, struct symtab_c
 	return second->names_map_len;
 }
 
+/* The three tables a cache test read, freed, and its directory removed. */
+static void tables_done(const char *dir, struct ada_hook_symtab *direct,
+                        struct ada_hook_symtab *first, struct ada_hook_symtab *second)
+{
+	ada_hook_symtab_fini(direct);
+	ada_hook_symtab_fini(first);
+	ada_hook_symtab_fini(second);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* libc through the cache (its .dynsym table, large enough to be mapped):
  * stored, then a hit in private memory (clobber_expect). */
 static void test_read_libc(void **state)
@@ -442,12 +454,7 @@ static void test_read_libc(void **state)
 		assert_true(hook_no_seccomp() ? mapped >= (64 << 10) : mapped == 0);
 	}
 	hook_seccomp_window(false);
-	ada_hook_symtab_fini(&direct);
-	ada_hook_symtab_fini(&first);
-	ada_hook_symtab_fini(&second);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	tables_done(dir, &direct, &first, &second);
 }
 
 /* This test's own image, through the cache: the first read stores, the
@@ -481,12 +488,7 @@ static void test_read_own_image(void **state)
 	assert_true(hit);
 	assert_same_table(&second, &direct, true);
 	clobber_expect(dir, "/proc/self/exe", &k, &second, &direct);
-	ada_hook_symtab_fini(&direct);
-	ada_hook_symtab_fini(&first);
-	ada_hook_symtab_fini(&second);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	tables_done(dir, &direct, &first, &second);
 }
 
 static int run(const char *fmt, const char *a, const char *b)
