@@ -597,7 +597,7 @@ uint8_t *agent_stage_at(struct agent_stage *st, uint8_t *blk, size_t used);
 struct hook_patch *agent_stage_undo_at(struct agent_stage *st, size_t np);
 
 /* agent_text.c: a plan cache hit's check read from the image's file. */
-#define AGENT_TEXT_PAGES 64 /* the window: pages read at a time */
+#define AGENT_TEXT_PAGES 16 /* the window: pages read at a time (agent_text.c) */
 struct agent_text {
 	int fd, pm;          /* the mapped file, /proc/self/pagemap; -1: closed */
 	uint64_t pg, lo, hi; /* page size, the mapping [lo, hi) */
@@ -614,7 +614,7 @@ void agent_text_open(struct agent_text *t, uint64_t addr);
 void agent_text_close(struct agent_text *t);
 /* plan_cache_fits() of plan, its bytes read from the file when memory
  * holds the file's there (counted agent.cache_file_checked), else from
- * mem. The walk asks in address order (a window read per 64 pages). */
+ * mem. The walk asks in address order (a window read per 16 pages). */
 bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
                      const struct hook_arch_plan *plan, unsigned patch_len);
 

@@ -79,6 +79,26 @@ static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *of
 	return false;
 }
 
+/* The window's buffer: one for the process, made at the first check and
+ * kept (AGENT_TEXT_PAGES pages, never freed). Each of its pages is
+ * touched twice, by the kernel's copy (pread) and by the compare; on a
+ * paravirtualised guest with shadow page tables each first touch of a
+ * user page, in either mode, is an exit to the hypervisor (a fault or a
+ * shadow fill), so a buffer made anew per module (it was 64 pages each,
+ * cc1 has nine modules) cost more than the reads it served
+ * (docs/benchmarks.md).
+ * Serialized: install_prepare(), agent.lock held. */
+static uint8_t *text_buf(uint64_t pg)
+{
+	static uint8_t *buf;
+	static uint64_t buf_pg;
+	if (!buf) {
+		buf = malloc(AGENT_TEXT_PAGES * pg);
+		buf_pg = pg;
+	}
+	return buf_pg == pg ? buf : NULL;
+}
+
 void agent_text_open(struct agent_text *t, uint64_t addr)
 {
 	char path[PATH_MAX];
@@ -95,7 +115,7 @@ void agent_text_open(struct agent_text *t, uint64_t addr)
 	 * (it is then refused as not the regular file mapped). */
 	t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	t->pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	t->buf = malloc(AGENT_TEXT_PAGES * t->pg);
+	t->buf = text_buf(t->pg);
 	/* The file mapped, not one that took its name since. */
 	if (t->fd < 0 || t->pm < 0 || !t->buf || fstat(t->fd, &st) || !S_ISREG(st.st_mode) ||
 	    st.st_ino != ino || st.st_dev != dev)
@@ -108,8 +128,7 @@ void agent_text_close(struct agent_text *t)
 		close(t->fd);
 	if (t->pm >= 0)
 		close(t->pm);
-	free(t->buf);
-	t->buf = NULL;
+	t->buf = NULL; /* text_buf()'s, kept for the next module */
 	t->fd = t->pm = -1;
 }
 

@@ -833,24 +833,30 @@ static bool patch_write_kernel(const struct hook_patch *patches, size_t n, uint6
                                uint64_t pg)
 {
 #if defined(__x86_64__) && defined(__linux__)
-	static struct iovec local[PATCH_IOV], remote[PATCH_IOV]; /* callers serialized */
+	/* Callers serialized. The batch's bytes are gathered into one small
+	 * buffer, reused, as the call's single source (the kernel reads the
+	 * source stream into the remote iovecs in order): read from the
+	 * patch array itself, each of its pages (cc1: 26 000 patches, 200
+	 * pages) was a first touch by the kernel, a hypervisor exit each on
+	 * a guest with shadow page tables. */
+	static struct iovec remote[PATCH_IOV];
+	static uint8_t src[PATCH_IOV * HOOK_ARCH_MAX_PATCH];
 	size_t k = 0;
 	if (!hook_no_seccomp())
 		return false;
 	while (k < n) {
-		size_t c = 0;
-		ssize_t total = 0;
+		size_t c = 0, total = 0;
 		for (; k < n && c < PATCH_IOV; k++) {
 			uint64_t x = (patches[k].addr - base) / pg;
 			if (!((patch_step.changed[x / 64] >> (x % 64)) & 1u))
 				continue;
-			local[c] =
-			    (struct iovec){(void *)(uintptr_t)patches[k].bytes, patches[k].len};
+			memcpy(src + total, patches[k].bytes, patches[k].len);
 			remote[c++] =
 			    (struct iovec){(void *)(uintptr_t)patches[k].addr, patches[k].len};
-			total += (ssize_t)patches[k].len;
+			total += patches[k].len;
 		}
-		if (c && process_vm_writev(getpid(), local, c, remote, c, 0) != total)
+		struct iovec local = {src, total};
+		if (c && process_vm_writev(getpid(), &local, 1, remote, c, 0) != (ssize_t)total)
 			return false;
 	}
 	return true;

@@ -164,11 +164,63 @@ static void test_text_closed_window(void **state)
 	munmap(p, TEXT_N * (size_t)pg);
 }
 
+/* One window buffer for the process (agent_text.c, text_buf): a second
+ * image's check reuses the first's, with no window of the first left in
+ * it -- a plan of the second image is checked against its own file. */
+static void test_text_buffer_kept(void **state)
+{
+	(void)state;
+	long pg = sysconf(_SC_PAGESIZE);
+	char pa[64], pb[64];
+	uint8_t *a = text_file(pg, pa), *b = text_file(pg, pb);
+	/* b's file differs from a's on its page 2 */
+	int fd = open(pb, O_WRONLY);
+	assert_true(fd >= 0);
+	uint8_t x = (uint8_t)(b[2 * pg + 9] ^ 0x5a);
+	assert_int_equal(pwrite(fd, &x, 1, 2 * pg + 9), 1);
+	close(fd);
+	hook_seccomp_window(true);
+	if (!hook_no_seccomp()) {
+		hook_seccomp_window(false);
+		unlink(pa);
+		unlink(pb);
+		skip();
+	}
+	struct hook_arch_region ra = {(uint64_t)(uintptr_t)a, TEXT_N * (uint64_t)pg, a};
+	struct hook_arch_region rb = {(uint64_t)(uintptr_t)b, TEXT_N * (uint64_t)pg, b};
+	struct hook_arch_memview mva = {&ra, 1}, mvb = {&rb, 1};
+	struct agent_text t;
+	agent_text_open(&t, (uint64_t)(uintptr_t)a);
+	assert_true(t.fd >= 0);
+	uint8_t *buf = t.buf;
+	struct hook_arch_plan pa2 = plan_at(a, 2 * (size_t)pg + 8, 0);
+	expect(&t, &mva, &pa2, true);
+	agent_text_close(&t);
+	agent_text_open(&t, (uint64_t)(uintptr_t)b);
+	assert_true(t.fd >= 0);
+	assert_ptr_equal(t.buf, buf); /* the same buffer, kept */
+	uint64_t before = agent.cache_file_checked;
+	/* a's bytes at that place do not fit b; b's own do */
+	struct hook_arch_plan wrong = pa2;
+	wrong.fn_addr = (uint64_t)(uintptr_t)(b + 2 * pg + 8);
+	expect(&t, &mvb, &wrong, false);
+	struct hook_arch_plan pb2 = plan_at(b, 2 * (size_t)pg + 8, 0);
+	expect(&t, &mvb, &pb2, true);
+	assert_int_equal(agent.cache_file_checked - before, 2);
+	agent_text_close(&t);
+	hook_seccomp_window(false);
+	munmap(a, TEXT_N * (size_t)pg);
+	munmap(b, TEXT_N * (size_t)pg);
+	unlink(pa);
+	unlink(pb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_text_fits),
 	    cmocka_unit_test(test_text_closed_window),
+	    cmocka_unit_test(test_text_buffer_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
