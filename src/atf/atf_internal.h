@@ -29,6 +29,13 @@ void atf_map_release(struct atf_map *m);
 /* Whether m's file shrank while it was mapped (atf_guard_shrank()). */
 bool atf_map_shrank(const struct atf_map *m);
 
+/* cidx_export.c: ada_cidx_validate_buf(), and when the compact structure
+ * is right and keep is not NULL, the ATF v2 form it decoded handed out
+ * (*keep, malloc'd, *keep_len; else *keep NULL) so that the links are
+ * checked on it without decoding the file again. */
+void atf_cidx_validate_keep(const char *path, const void *buf, size_t len, struct ada_atf_report *r,
+                            struct ada_atf_vfile *info, uint8_t **keep, size_t *keep_len);
+
 /* atf_guard.c: fd's first len bytes (len > 0) mapped read-only and
  * registered, so that a SIGBUS from a page past the file's end (it
  * shrank) makes that page and the rest of the mapping zeros instead of
