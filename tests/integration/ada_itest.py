@@ -2645,16 +2645,14 @@ def flight_window_mem(ada, work, rep, prog, scenario):
                   and c.get("window_mem_peak", 0) > 0 and c.get("take_cpu_ns", 0) > 0,
                   "window memory should have held the records (512 MiB): %r" % c)
         kept = sum(t.get("bytes", 0) for t in w.get("threads", []))
-        # A program starved beside other tests writes few rings in its
-        # half second: more than one ring kept shows the takes carried
-        # records (the end alone keeps at most one); four when it wrote
-        # eight or more (its detail estimated from the kept records').
+        # More than one ring kept shows the takes carried records (the
+        # end alone keeps at most one). How many more depends on how often
+        # a drain starved beside other tests got the CPU, so no more is asked.
         made_bytes = kept * len(made) // linked if linked else 0
-        rings = 4 if made_bytes >= 8 * ring else 1
-        rep.check(ring and kept > rings * ring,
-                  "the window kept %r bytes of detail, not more than %d ring(s) (%r) of the "
+        rep.check(ring and kept > ring,
+                  "the window kept %r bytes of detail, not more than one ring (%r) of the "
                   "%r its program wrote: the takes did not carry its records while the "
-                  "persist was held back" % (kept, rings, ring, made_bytes))
+                  "persist was held back" % (kept, ring, made_bytes))
 
 
 def flight_threads(ada, work, rep, prog, scenario):
