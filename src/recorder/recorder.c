@@ -106,6 +106,18 @@ static int rec_session_dir(struct ada_recorder *r)
 	 * from another pid namespace or a busy machine. */
 	if (rc == 0 && flock(r->session_fd, LOCK_SH | LOCK_NB) < 0)
 		rc = -errno;
+	/* ... and past its death until its last write landed: a killed
+	 * recorder's io_uring writes end after the process (ada_wal_io_hold). */
+	int held = rc == 0 ? ada_wal_io_hold(r->io, r->session_fd) : 0;
+	if (held < 0) {
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+		         "the session's lock is not tied to the writes in flight (%s): an `ada "
+		         "recover` run the moment a killed recorder is gone may read a file its "
+		         "last write still lands in",
+		         strerror(-held));
+		json_array_append_new(r->warnings, json_string(msg));
+	}
 	if (rc == 0 && asprintf(&r->session_dir, "%s/%s", r->out_dir, name) < 0) {
 		r->session_dir = NULL;
 		rc = -ENOMEM;

@@ -114,6 +114,11 @@ int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
 	return 0;
 }
 
+int ada_wal_io_hold(struct ada_wal_io *io, int fd)
+{
+	return io_uring_register_files(&io->ring, &fd, 1);
+}
+
 void ada_wal_io_free(struct ada_wal_io *io)
 {
 	if (!io)

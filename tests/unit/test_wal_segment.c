@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -858,6 +860,34 @@ static void test_compact_inline_cached(void **state)
 	unlink(path);
 }
 
+/* ada_wal_io_hold: a lock on the held descriptor outlives the
+ * descriptor itself (closed, as a killed recorder's are) until the ring
+ * goes, and goes with it: what `ada recover` waits on. */
+static void test_hold_keeps_lock(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io = NULL;
+	assert_int_equal(ada_wal_io_new(NULL, &io), 0);
+	int held = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int other = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(held >= 0 && other >= 0);
+	assert_int_equal(flock(held, LOCK_SH | LOCK_NB), 0);
+	assert_int_equal(ada_wal_io_hold(io, held), 0);
+	close(held);
+	assert_int_equal(flock(other, LOCK_EX | LOCK_NB), -1);
+	assert_int_equal(errno, EWOULDBLOCK);
+	ada_wal_io_free(io);
+	/* The ring's teardown is the kernel's, after the close: bounded. */
+	int rc = -1;
+	for (int i = 0; i < 5000 && rc != 0; i++) {
+		rc = flock(other, LOCK_EX | LOCK_NB);
+		if (rc != 0)
+			usleep(1000);
+	}
+	assert_int_equal(rc, 0);
+	close(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -878,6 +908,7 @@ int main(void)
 	    cmocka_unit_test(test_compact_inline_cached),
 	    cmocka_unit_test_teardown(test_uring_tmpfs_is_tmpfs, uring_teardown),
 	    cmocka_unit_test(test_crc32_matches_zlib),
+	    cmocka_unit_test(test_hold_keeps_lock),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

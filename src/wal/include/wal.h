@@ -74,6 +74,14 @@ struct ada_wal_io_opts {
 /* Returns 0, -ENOMEM, or the -errno of io_uring_queue_init. */
 int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out);
 void ada_wal_io_free(struct ada_wal_io *io); /* waits for writes in flight */
+/* fd's open file held by the ring itself (a registered file) until the
+ * ring is torn down, which the kernel does only after its last write in
+ * flight ended, even when this process was killed first: a lock on fd
+ * (the session's, recorder.c) then outlives those writes, and `ada
+ * recover`, which waits for the lock, never reads a file a dead
+ * recorder's write still lands in. 0 or -errno (the lock then goes with
+ * the process: the writes may outlive it). */
+int ada_wal_io_hold(struct ada_wal_io *io, int fd);
 /* Reaps completions; with wait, blocks until at least one arrives (only
  * when something is in flight). Returns completions reaped or -errno. */
 int ada_wal_io_reap(struct ada_wal_io *io, bool wait);
