@@ -20,6 +20,8 @@
 # ADA_TEST_ARM64=0 switch stages off for a quick local run (listed as
 # skips; refused under CI, ADA_CI=1). The arm64 stage builds the aarch64
 # cross build's agent and targets and records them under qemu-user.
+# The arm64, sanitizer and fuzz builds run in the background at the lowest
+# CPU priority while the stages before theirs run their tests (bg_build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
