@@ -65,13 +65,14 @@ run_ctest() {
 # Each stage then waits for its own build (bg_wait), so a stage's seconds
 # count from the end of the stage before it, its build's rest included.
 # bg_build <dir> <function> <arguments>...: one build of the chain, its
-# output in <dir>.build.log; bg_start starts the chain; bg_wait <dir>
+# output in <dir>/ci_build.log; bg_start starts the chain; bg_wait <dir>
 # shows that log and fails the run when the build failed, as a build in
 # the foreground would.
 bg_chain=() # "<dir> <function> <arguments>..." (words without spaces)
 bg_pid=
 bg_build() {
-	rm -f "$1.build.rc" "$1.build.log"
+	mkdir -p "$1"
+	rm -f "$1/ci_build.rc" "$1/ci_build.log"
 	bg_chain+=("$*")
 }
 bg_start() {
@@ -83,10 +84,10 @@ bg_start() {
 			# shellcheck disable=SC2086 # one word an argument
 			set -- $job
 			# its own job, not a condition: set -e holds inside it
-			"${@:2}" >"$1.build.log" 2>&1 &
+			"${@:2}" >"$1/ci_build.log" 2>&1 &
 			rc=0
 			wait $! || rc=$?
-			echo "$rc" >"$1.build.rc.tmp" && mv "$1.build.rc.tmp" "$1.build.rc"
+			echo "$rc" >"$1/ci_build.rc.tmp" && mv "$1/ci_build.rc.tmp" "$1/ci_build.rc"
 		done
 	) &
 	bg_pid=$!
@@ -95,13 +96,13 @@ bg_start() {
 }
 bg_wait() {
 	local dir=$1 rc
-	while [ ! -e "$dir.build.rc" ]; do
+	while [ ! -e "$dir/ci_build.rc" ]; do
 		kill -0 "$bg_pid" 2>/dev/null || { echo "the background builds died before $dir" >&2; exit 1; }
 		sleep 1
 	done
-	rc=$(cat "$dir.build.rc")
-	echo "=== build $dir (in the background: $dir.build.log) ==="
-	grep -v '^\[' "$dir.build.log" || true # all but make's progress lines
+	rc=$(cat "$dir/ci_build.rc")
+	echo "=== build $dir (in the background: $dir/ci_build.log) ==="
+	grep -v '^\[' "$dir/ci_build.log" || true # all but make's progress lines
 	[ "$rc" = 0 ] || { echo "build $dir failed ($rc)" >&2; exit 1; }
 }
 
