@@ -42,11 +42,16 @@ ln -s "$WORK/target" "$D/agent.json.tmp.fedcba9876543210" || fail "plant link"
 mkdir "$D/agent.json.tmp.00000000000000aa" || fail "plant dir"
 echo x >"$D/agent.json.tmp.0123" || fail "plant short"
 if [ "$MODE" = cap ]; then
-	python3 - "$D" <<'PY' || fail "plant the names"
+	# hard links to two files (ext4 takes 65 000 links a file): a name
+	# each without an inode each, about a sixth of the time of 100 001 files
+	python3 - "$D" "$WORK" <<'PY' || fail "plant the names"
 import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+src = [os.path.join(sys.argv[2], "link%d" % i) for i in range(2)]
+for s in src:
+    os.close(os.open(s, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 for i in range(100001):
-    os.close(os.open("x%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=fd))
+    os.link(src[i & 1], "x%d" % i, dst_dir_fd=fd)
 PY
 fi
 echo quit >&3
