@@ -32,13 +32,7 @@ static void recover_notice(void *arg, const char *sentence)
  * holds it for its whole life, so that answer comes a second later). */
 static int recover_lock_wait(const char *dir, int *lock)
 {
-	int rc = ada_recover_lock(dir, lock);
-	for (int i = 0; rc == -EBUSY && i < 100; i++) {
-		struct timespec ten_ms = {.tv_nsec = 10000000};
-		nanosleep(&ten_ms, NULL);
-		rc = ada_recover_lock(dir, lock);
-	}
-	return rc;
+	return ada_recover_lock_wait(dir, lock, 1000);
 }
 
 /* What was recovered, and what was not: one line each. */

@@ -337,6 +337,23 @@ int ada_recover_lock(const char *dir, int *out)
 	return 0;
 }
 
+int ada_recover_lock_wait(const char *dir, int *out, unsigned ms)
+{
+	int rc = ada_recover_lock(dir, out);
+	for (unsigned waited = 0; rc == -EBUSY && waited < ms; waited += 10) {
+		struct timespec ten_ms = {.tv_nsec = 10000000};
+		nanosleep(&ten_ms, NULL);
+		rc = ada_recover_lock(dir, out);
+	}
+	return rc;
+}
+
+/* A session whose recorder is gone (orphan_decide): its lock is let go
+ * once that recorder's writes in flight landed, tens of ms after its
+ * death; a live recorder seen as gone from here keeps it, and costs this
+ * wait once a scan. */
+#define ORPHAN_LOCK_WAIT_MS 200u
+
 /* The arena pool's files in the directory dfd (regular files named
  * pool.<k>): counted, and removed when sweep. A killed recorder's pool
  * holds no events, so nothing recover needs is in them; by name and by
@@ -491,7 +508,8 @@ static void orphan_manual(const struct ada_orphan_opts *op, const struct orphan_
                           struct ada_orphan *r)
 {
 	int lock = -1;
-	if (out != ADA_ORPHAN_RECOVERED || ada_recover_lock(c->o.session, &lock) < 0)
+	if (out != ADA_ORPHAN_RECOVERED ||
+	    ada_recover_lock_wait(c->o.session, &lock, ORPHAN_LOCK_WAIT_MS) < 0)
 		return;
 	r->pooled = orphan_pool_files(c->fd, true);
 	close(lock);
@@ -521,7 +539,8 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, struct orphan
 	}
 	struct ada_recover_report rep = {.notice = op->notice, .notice_arg = op->arg};
 	int lock = -1;
-	if (out == ADA_ORPHAN_RECOVERED && (rc = ada_recover_lock(o->session, &lock)) < 0) {
+	if (out == ADA_ORPHAN_RECOVERED &&
+	    (rc = ada_recover_lock_wait(o->session, &lock, ORPHAN_LOCK_WAIT_MS)) < 0) {
 		/* Its recorder runs (seen from here as gone), or a recovery. */
 		if (rc == -EBUSY)
 			return;

@@ -572,6 +572,11 @@ struct ada_orphan_opts {
  * descriptor to close when done. 0, -EBUSY (a recorder or another
  * recovery holds it), -errno. */
 int ada_recover_lock(const char *dir, int *out);
+/* ada_recover_lock(), asked again every 10 ms for up to ms while it says
+ * -EBUSY: a killed recorder's lock goes only once its last write landed
+ * (recorder.c), a few tens of ms after its death; another recovery or
+ * an orphan scan's sweep holds it for a few ms. */
+int ada_recover_lock_wait(const char *dir, int *out, unsigned ms);
 
 /* The arena directory under shm_dir (an ada-<name>-XXXXXX of the
  * effective user) whose owner record names session (absolute), into out:
