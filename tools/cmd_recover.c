@@ -26,14 +26,11 @@ static void recover_notice(void *arg, const char *sentence)
 	ada_log("%s", sentence);
 }
 
-/* The session's recovery lock. Another command's orphan scan holds it
- * for a few ms while it sweeps a killed recording's pool files: asked
- * again for up to a second before saying it is busy (a live recorder
- * holds it for its whole life, so that answer comes a second later). */
-static int recover_lock_wait(const char *dir, int *lock)
-{
-	return ada_recover_lock_wait(dir, lock, 1000);
-}
+/* How long the session's recovery lock is asked for before saying it is
+ * busy: another command's orphan scan holds it for a few ms, a killed
+ * recorder's writes for tens (a live recorder holds it for its whole
+ * life, so that answer comes a second later). */
+#define RECOVER_LOCK_WAIT_MS 1000u
 
 /* What was recovered, and what was not: one line each. */
 static void recover_print(const struct ada_recover_report *r, const char *dir)
@@ -101,7 +98,8 @@ int cmd_recover(int argc, char **argv)
 	 * below it recover follows none. */
 	char *real = realpath(argv[1], NULL);
 	struct ada_recover_report rep = {.notice = recover_notice};
-	int lock = -1, rc = recover_lock_wait(real ? real : argv[1], &lock);
+	int lock = -1,
+	    rc = ada_recover_lock_wait(real ? real : argv[1], &lock, RECOVER_LOCK_WAIT_MS);
 	if (rc == 0) /* the scan of ada ls & co. may be recovering it too */
 		rc = ada_wal_recover(real ? real : argv[1], &rep);
 	if (lock >= 0)

@@ -269,9 +269,8 @@ def recording_shmem_kb(pid):
             head = line.split()
             if head and "-" in head[0] and not head[0].endswith(":"):
                 path = " ".join(head[5:])
-                ours = (path.startswith("/dev/shm/") or path.startswith("/memfd:")
-                        or path.startswith("memfd:") or path.startswith("/dev/zero")
-                        or path.startswith("/SYSV"))
+                ours = path.startswith(("/dev/shm/", "/memfd:", "memfd:", "/dev/zero",
+                                        "/SYSV"))
             elif ours and head and head[0] == "Rss:":
                 total += int(head[1])
     return total
