@@ -325,9 +325,10 @@ static void agent_json_body(FILE *f)
 	agent_printf(f,
 	             ",\n  \"text_pages\": {\"dropped\": %" PRIu64 ", \"kept\": %" PRIu64
 	             ", \"failed\": %" PRIu64 ", \"kernel_refused\": %" PRIu64
-	             ", \"prefaulted\": %" PRIu64 ", \"populate_refused\": %" PRIu64 "}",
+	             ", \"prefaulted\": %" PRIu64 ", \"populate_refused\": %" PRIu64
+	             ", \"whole\": %" PRIu64 "}",
 	             cow.dropped, cow.kept, cow.failed, cow.kernel_refused, cow.prefaulted,
-	             cow.populate_refused);
+	             cow.populate_refused, cow.whole);
 	agent_printf(f,
 	             ",\n  \"symbol_files\": {\"written\": %" PRIu64 ", \"shared\": %" PRIu64
 	             ", \"share_failed\": %" PRIu64 ", \"bodies_written\": %" PRIu64

@@ -617,6 +617,11 @@ void agent_text_close(struct agent_text *t);
  * mem. The walk asks in address order (a window read per 16 pages). */
 bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
                      const struct hook_arch_plan *plan, unsigned patch_len);
+/* hook_patch_apply_pair(agent.mem, ...) of the start-up scan, with the
+ * image's file behind the first patch's mapping (agent_text_open's
+ * checks) as the source of the pages written whole
+ * (hook_patch_apply_pair_file); without it as before. */
+int agent_text_apply(struct hook_patch *pads, size_t n_pad, struct hook_patch *patches, size_t np);
 
 uint64_t agent_now_ns(void);
 /* Writes pid_<getpid()>/module_<id>.syms for each module with written == false

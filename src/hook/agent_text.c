@@ -25,7 +25,12 @@
  * one thread, nothing of the program run), so nothing writes the text
  * between the pagemap read, the file read and the patches.
  *
- * Not hook context: install_prepare(), agent.lock held.
+ * The same file serves the start-up scan's patch writes
+ * (agent_text_apply): whole pages, the file's bytes with the patches
+ * laid over them, written by the kernel (hook_mem_pages_internal.h).
+ *
+ * Not hook context: install_prepare() and install_apply(), agent.lock
+ * held.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -87,7 +92,7 @@ static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *of
  * shadow fill), so a buffer made anew per module (it was 64 pages each,
  * cc1 has nine modules) cost more than the reads it served
  * (docs/benchmarks.md).
- * Serialized: install_prepare(), agent.lock held. */
+ * Serialized: install_prepare() and agent_text_apply(), agent.lock held. */
 static uint8_t *text_buf(uint64_t pg)
 {
 	static uint8_t *buf;
@@ -192,4 +197,15 @@ bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
 	struct hook_arch_memview fv = {&r, 1};
 	agent.cache_file_checked++;
 	return plan_cache_fits(&fv, plan, patch_len);
+}
+
+int agent_text_apply(struct hook_patch *pads, size_t n_pad, struct hook_patch *patches, size_t np)
+{
+	struct agent_text t;
+	agent_text_open(&t, np ? patches[0].addr : n_pad ? pads[0].addr : 0);
+	struct hook_patch_file src = {t.fd, t.lo, t.hi, t.off, t.buf, AGENT_TEXT_PAGES};
+	int err = hook_patch_apply_pair_file(agent.mem, t.fd >= 0 ? &src : NULL, pads, n_pad,
+	                                     patches, np);
+	agent_text_close(&t);
+	return err;
 }

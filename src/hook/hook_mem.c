@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "hook_mem.h"
+#include "hook_mem_pages_internal.h"
 
 #define MEM_REGION_MIN (256u << 10)
 #define MEM_REACH (HOOK_ARCH_REACH - (1ull << 20)) /* the patch's reach minus margin */
@@ -570,6 +571,7 @@ __attribute__((no_sanitize("thread"))) static bool patch_changes(const struct ho
  * that a dlopen on a small thread stack does not carry it. */
 static struct {
 	uint64_t changed[PATCH_DROP_PAGES / 64]; /* pages a patch changes, from the step's first */
+	uint64_t clean[PATCH_DROP_PAGES / 64];   /* pages that hold the file's bytes (the drop's) */
 	uint64_t ent[PM_BATCH];
 	struct hook_patch_cow cow;
 } patch_step;
@@ -605,7 +607,9 @@ static void patch_drop(uint64_t from, uint64_t to, uint64_t present)
  * writable, so nothing makes a copy between the read of pagemap and the
  * drop but a program writing its own code behind the agent's back.
  * Without pagemap nothing is dropped; the pages are counted failed and
- * copied as before. */
+ * copied as before. The pages that hold the file's bytes (a file page,
+ * or none mapped and none swapped out) are marked in patch_step.clean,
+ * for hook_pages_write(). */
 static void patch_drop_range(uint64_t lo, uint64_t hi, uint64_t pg)
 {
 	uint64_t from = lo, present = 0, a = lo;
@@ -620,15 +624,16 @@ static void patch_drop_range(uint64_t lo, uint64_t hi, uint64_t pg)
 			break;
 		}
 		for (size_t q = 0; q < n; q++, a += pg) {
-			uint64_t e = patch_step.ent[q];
+			uint64_t e = patch_step.ent[q], x = (a - lo) / pg;
 			if ((e & HOOK_PM_SWAP) || ((e & HOOK_PM_PRESENT) && !(e & HOOK_PM_FILE))) {
 				patch_drop(from, a, present);
 				patch_step.cow.kept++;
 				from = a + pg;
 				present = 0;
-			} else if (e & HOOK_PM_PRESENT) {
-				present++;
+				continue;
 			}
+			present += (e & HOOK_PM_PRESENT) != 0;
+			patch_step.clean[x / 64] |= 1ull << (x % 64);
 		}
 	}
 	if (from < a)
@@ -736,6 +741,7 @@ static void patch_populate(uint64_t base, uint64_t lo, uint64_t hi, uint64_t pg)
 static void patch_step_begin(uint64_t *hi)
 {
 	memset(patch_step.changed, 0, sizeof(patch_step.changed));
+	memset(patch_step.clean, 0, sizeof(patch_step.clean));
 	*hi = 0;
 }
 
@@ -871,11 +877,12 @@ static bool patch_write_kernel(const struct hook_patch *patches, size_t n, uint6
  * change marked before anything is dropped -- then's marks read its
  * bytes, which after a drop for first alone would map every page again
  * but first's -- dropped in one step, then written in the order
- * hook_patch_apply_pair() promises: by the kernel when one_thread
- * (patch_write_kernel), else copied at once and written here. */
+ * hook_patch_apply_pair() promises: when one_thread, by the kernel, whole
+ * pages from src (hook_pages_write) or else a patch at a time
+ * (patch_write_kernel); else copied at once and written here. */
 static void patch_write_pair(const struct hook_patch *first, size_t n_first,
                              const struct hook_patch *then, size_t n_then, uint64_t lo, uint64_t pg,
-                             bool one_thread)
+                             bool one_thread, const struct hook_patch_file *src)
 {
 	uint64_t hi;
 	patch_step_begin(&hi);
@@ -884,6 +891,13 @@ static void patch_write_pair(const struct hook_patch *first, size_t n_first,
 	if (!hi)
 		return; /* nothing changes */
 	patch_drop_range(lo, hi, pg);
+	struct hook_pages_step step = {
+	    first, then, n_first, n_then, lo, hi, pg, patch_step.changed, patch_step.clean};
+	uint64_t whole = 0;
+	bool done = one_thread && src && hook_pages_write(src, &step, &whole);
+	patch_step.cow.whole += whole;
+	if (done)
+		return;
 	if (one_thread && patch_write_kernel(first, n_first, lo, pg) &&
 	    patch_write_kernel(then, n_then, lo, pg))
 		return;
@@ -993,7 +1007,8 @@ static void patch_span(const struct hook_patch *patches, size_t n, uint64_t *lo,
 
 /* hook_patch_apply_pair() over the mappings maps. */
 static int patch_pair_over(const struct hook_map *maps, int n_maps, struct hook_patch *first,
-                           size_t n_first, struct hook_patch *then, size_t n_then, bool one_thread)
+                           size_t n_first, struct hook_patch *then, size_t n_then, bool one_thread,
+                           const struct hook_patch_file *src)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), lo = UINT64_MAX, hi = 0;
 	patch_sort(first, n_first);
@@ -1011,7 +1026,7 @@ static int patch_pair_over(const struct hook_map *maps, int n_maps, struct hook_
 	if (err)
 		return err;
 	if (hi - lo <= PATCH_DROP_PAGES * pg) {
-		patch_write_pair(first, n_first, then, n_then, lo, pg, one_thread);
+		patch_write_pair(first, n_first, then, n_then, lo, pg, one_thread, src);
 	} else {
 		patch_write_steps(first, 0, n_first, pg);
 		patch_write_steps(then, 0, n_then, pg);
@@ -1042,6 +1057,13 @@ int hook_patch_apply(struct hook_patch *patches, size_t n)
 int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n_first,
                           struct hook_patch *then, size_t n_then)
 {
+	return hook_patch_apply_pair_file(m, NULL, first, n_first, then, n_then);
+}
+
+int hook_patch_apply_pair_file(struct hook_mem *m, const struct hook_patch_file *src,
+                               struct hook_patch *first, size_t n_first, struct hook_patch *then,
+                               size_t n_then)
+{
 	int err = patch_check_lens(first, n_first);
 	if (!err)
 		err = patch_check_lens(then, n_then);
@@ -1050,12 +1072,13 @@ int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n
 	if (m && m->maps_fresh != MEM_MAPS_STALE &&
 	    patch_all_mapped(m->maps, m->n_maps, first, n_first) &&
 	    patch_all_mapped(m->maps, m->n_maps, then, n_then))
-		return patch_pair_over(m->maps, m->n_maps, first, n_first, then, n_then, true);
+		return patch_pair_over(m->maps, m->n_maps, first, n_first, then, n_then, true, src);
 	struct hook_map *maps = NULL;
 	int n_maps = 0;
 	err = maps_load(&maps, &n_maps);
 	if (!err)
-		err = patch_pair_over(maps, n_maps, first, n_first, then, n_then, m != NULL);
+		err = patch_pair_over(maps, n_maps, first, n_first, then, n_then, m != NULL,
+		                      m ? src : NULL);
 	free(maps);
 	return err;
 }

@@ -159,6 +159,25 @@ int hook_patch_apply(struct hook_patch *patches, size_t n);
 int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n_first,
                           struct hook_patch *then, size_t n_then);
 
+/* The file behind an image's text mapping [lo, hi): its bytes at file
+ * offset off of fd (opened and checked to be the file mapped: device and
+ * inode, agent_text.c), and a buffer of buf_pages pages (at least 2) the
+ * writes may use. */
+struct hook_patch_file {
+	int fd;
+	uint64_t lo, hi, off;
+	uint8_t *buf;
+	size_t buf_pages;
+};
+/* hook_patch_apply_pair(m, ...) that, in the start-up scan (m given, no
+ * seccomp filter, x86_64), writes the changed pages whole from src's
+ * bytes with the patches laid over them: one page pin a page instead of
+ * one a patch (hook_mem_pages_internal.h). src NULL, or any page it
+ * cannot vouch for: as hook_patch_apply_pair(). */
+int hook_patch_apply_pair_file(struct hook_mem *m, const struct hook_patch_file *src,
+                               struct hook_patch *first, size_t n_first, struct hook_patch *then,
+                               size_t n_then);
+
 /* What the patch writes did to the pages they copied (copy-on-write of an
  * image's text), counted over the process's life: clean pages dropped
  * first so that their copies are cheap, pages that held a private copy
@@ -170,6 +189,7 @@ struct hook_patch_cow {
 	uint64_t kernel_refused;   /* one-thread writes the kernel did not do (seccomp, refused) */
 	uint64_t prefaulted;       /* pages hook_mem_prefault() mapped in one call each range */
 	uint64_t populate_refused; /* MADV_POPULATE_* calls refused (before Linux 5.14) */
+	uint64_t whole;            /* pages written whole (hook_patch_apply_pair_file) */
 };
 void hook_patch_cow_stats(struct hook_patch_cow *out);
 

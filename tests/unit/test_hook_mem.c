@@ -415,6 +415,139 @@ static void test_patch_pair_one_thread(void **state)
 	close(fd);
 }
 
+/* Every byte of p's n pages: file_text's (page k holds k + 1) but where
+ * a patch of a[0..na) or b[0..nb) lies (b's over a's). */
+static void expect_text(const uint8_t *p, size_t n, const struct hook_patch *a, size_t na,
+                        const struct hook_patch *b, size_t nb)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *want = malloc(n * (size_t)pg);
+	assert_non_null(want);
+	for (size_t k = 0; k < n; k++)
+		memset(want + k * (size_t)pg, (int)(k + 1), (size_t)pg);
+	for (size_t k = 0; k < na; k++)
+		memcpy(want + (a[k].addr - (uint64_t)p), a[k].bytes, a[k].len);
+	for (size_t k = 0; k < nb; k++)
+		memcpy(want + (b[k].addr - (uint64_t)p), b[k].bytes, b[k].len);
+	assert_memory_equal(p, want, n * (size_t)pg);
+	free(want);
+}
+
+/* The pages written whole in the start-up scan (hook_pages_write), with
+ * src the file behind p; returns the pages counted whole. */
+static uint64_t apply_whole(uint8_t *p, size_t n, int fd, uint8_t *buf, size_t buf_pages,
+                            struct hook_patch *first, size_t n_first, struct hook_patch *then,
+                            size_t n_then)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct hook_mem *m;
+	struct hook_patch_cow before, after;
+	struct hook_patch_file src = {fd, (uint64_t)p, (uint64_t)p + n * (size_t)pg,
+	                              0,  buf,         buf_pages};
+	assert_int_equal(hook_mem_new(&m), 0);
+	hook_patch_cow_stats(&before);
+	assert_int_equal(hook_patch_apply_pair_file(m, &src, first, n_first, then, n_then), 0);
+	hook_patch_cow_stats(&after);
+	hook_mem_free(m);
+	for (size_t k = 0; k < n; k++)
+		assert_int_equal(prot_of(p + k * (size_t)pg), PROT_READ | PROT_EXEC);
+	return after.whole - before.whole;
+}
+
+/* hook_patch_apply_pair_file() in the start-up scan: each changed page
+ * written whole from the file with the patches over it -- a run of
+ * changed pages longer than the buffer cut where no patch is near, the
+ * pages nothing changes left alone -- and the file never written. */
+static void test_patch_whole_pages(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t n = 24;
+	int fd;
+	uint8_t *p = file_text(n, &fd);
+	uint8_t *buf = malloc(4 * (size_t)pg);
+	struct hook_patch first[2], then[12];
+	size_t nt = 0;
+
+	(void)state;
+	hook_seccomp_window(true);
+	if (!hook_no_seccomp()) {
+		hook_seccomp_window(false);
+		skip(); /* under a seccomp filter the kernel writes nothing */
+	}
+	/* pages 0-9 changed: a patch a page, one 8 bytes into page 4 (no cut
+	 * at its start), an entry on page 6 whose slot is on page 7 */
+	for (size_t k = 0; k < 10; k++)
+		then[nt++] = (struct hook_patch){(uint64_t)p + k * (size_t)pg + (k == 4 ? 8 : 1000),
+		                                 5,
+		                                 {0xe9, (uint8_t)k, 7, 7, 7}};
+	then[6] = (struct hook_patch){(uint64_t)p + 7 * (size_t)pg - 60, 2, {0xeb, 0x50}};
+	first[0] = (struct hook_patch){(uint64_t)p + 7 * (size_t)pg + 30, 5, {0xe9, 1, 2, 3, 4}};
+	/* pages 15-16: one patch across their boundary; page 20 a slot alone */
+	then[nt++] = (struct hook_patch){(uint64_t)p + 16 * (size_t)pg - 2, 5, {0xe9, 9, 9, 9, 9}};
+	first[1] = (struct hook_patch){(uint64_t)p + 20 * (size_t)pg + 64, 5, {0xe9, 5, 5, 5, 5}};
+	struct hook_patch f[2], t[12];
+	memcpy(f, first, sizeof(f));
+	memcpy(t, then, sizeof(t));
+	uint64_t whole = apply_whole(p, n, fd, buf, 4, first, 2, then, nt);
+	hook_seccomp_window(false);
+	assert_int_equal(whole, 13); /* 10 + 2 + 1 */
+	expect_text(p, n, f, 2, t, nt);
+	uint8_t b;
+	assert_int_equal(pread(fd, &b, 1, 1000), 1);
+	assert_int_equal(b, 1);
+	free(buf);
+	munmap(p, n * (size_t)pg);
+	close(fd);
+}
+
+/* Where the whole-page writes cannot vouch for a page they leave the
+ * step to the patch-at-a-time writes, which write the same bytes: a run
+ * with no cut far enough from every patch (an entry and its slot could
+ * be written by two calls), and a page that holds a private copy. */
+static void test_patch_whole_declined(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t n = 8;
+	int fd;
+	uint8_t *p = file_text(n, &fd);
+	uint8_t *buf = malloc(2 * (size_t)pg);
+	struct hook_patch then[6], t[6];
+
+	(void)state;
+	hook_seccomp_window(true);
+	if (!hook_no_seccomp()) {
+		hook_seccomp_window(false);
+		skip();
+	}
+	/* pages 0-5, a patch 100 bytes before each page boundary: no cut */
+	for (size_t k = 0; k < 6; k++)
+		then[k] = (struct hook_patch){
+		    (uint64_t)p + (k + 1) * (size_t)pg - 100, 5, {0xe9, (uint8_t)k, 1, 1, 1}};
+	memcpy(t, then, sizeof(t));
+	assert_int_equal(apply_whole(p, n, fd, buf, 2, NULL, 0, then, 6), 0);
+	expect_text(p, n, NULL, 0, t, 6);
+	munmap(p, n * (size_t)pg);
+	close(fd);
+
+	/* page 2 a private copy with a byte of its own: kept, not rewritten */
+	p = file_text(n, &fd);
+	assert_int_equal(mprotect(p + 2 * pg, (size_t)pg, PROT_READ | PROT_WRITE), 0);
+	p[2 * pg + 300] = 0xaa;
+	assert_int_equal(mprotect(p + 2 * pg, (size_t)pg, PROT_READ | PROT_EXEC), 0);
+	for (size_t k = 0; k < 4; k++)
+		then[k] = (struct hook_patch){
+		    (uint64_t)p + k * (size_t)pg + 16, 5, {0xe9, (uint8_t)k, 2, 2, 2}};
+	memcpy(t, then, sizeof(t));
+	assert_int_equal(apply_whole(p, n, fd, buf, 2, NULL, 0, then, 4), 0);
+	hook_seccomp_window(false);
+	assert_int_equal(p[2 * pg + 300], 0xaa);
+	for (size_t k = 0; k < 4; k++)
+		assert_memory_equal(p + k * (size_t)pg + 16, t[k].bytes, 5);
+	free(buf);
+	munmap(p, n * (size_t)pg);
+	close(fd);
+}
+
 /* A kernel without MADV_POPULATE_* (before 5.14; hook_mem_populate_refuse
  * stands in for it): the prefault and the populates before the writes
  * are refused and counted, and the patches are written all the same. */
@@ -466,6 +599,8 @@ int main(void)
 	    cmocka_unit_test(test_patch_pair),
 	    cmocka_unit_test(test_patch_drop_keeps_copies),
 	    cmocka_unit_test(test_patch_pair_one_thread),
+	    cmocka_unit_test(test_patch_whole_pages),
+	    cmocka_unit_test(test_patch_whole_declined),
 	    cmocka_unit_test(test_populate_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
