@@ -21,10 +21,9 @@
 
 #include "hook_mem_pages_internal.h"
 
-/* No patch may lie this close to a cut between two writes: an entry's
- * jmp rel8 reaches its padding slot 128 bytes away at most, and both
- * must change in one call (the agent runs libc's code between calls). */
-#define HOOK_PAGES_GUARD 256u
+/* How far before a cut a patch can begin and still reach past it: a
+ * jmp rel8 (2 bytes, +127 at most) from an entry to its padding slot. */
+#define HOOK_PAGES_REL8_REACH 130u
 
 static bool pages_bit(const uint64_t *map, uint64_t x)
 {
@@ -49,19 +48,29 @@ static size_t pages_from(const struct hook_patch *a, size_t n, uint64_t addr)
 	return lo;
 }
 
-/* Whether a patch of a[0..n) has a byte in [from, to). */
-static bool pages_any(const struct hook_patch *a, size_t n, uint64_t from, uint64_t to)
+/* Whether a patch of a[0..n) that begins before cut reaches past it:
+ * its own bytes (they must change in one call), or, an entry's jmp rel8
+ * (0xeb), the padding slot it jumps to -- written by a later call, the
+ * entry would jump into the slot's old bytes meanwhile, and the agent
+ * runs libc between two calls. A slot before its entry is written
+ * first, by an earlier call: no harm. */
+static bool pages_crosses(const struct hook_patch *a, size_t n, uint64_t cut)
 {
-	size_t k = pages_from(a, n, from);
-	return k < n && a[k].addr < to;
+	for (size_t k = pages_from(a, n, cut - HOOK_PAGES_REL8_REACH); k < n && a[k].addr < cut;
+	     k++) {
+		if (a[k].addr + a[k].len > cut)
+			return true;
+		if (a[k].len >= 2 && a[k].bytes[0] == 0xeb &&
+		    a[k].addr + 2 + (uint64_t)(int64_t)(int8_t)a[k].bytes[1] >= cut)
+			return true;
+	}
+	return false;
 }
 
-/* Whether a write may end at cut: no patch within the guard of it. */
+/* Whether a write may end at cut. */
 static bool pages_cut_ok(const struct hook_pages_step *s, uint64_t cut)
 {
-	uint64_t from = cut - HOOK_PAGES_GUARD, to = cut + HOOK_PAGES_GUARD;
-	return !pages_any(s->first, s->n_first, from, to) &&
-	       !pages_any(s->then, s->n_then, from, to);
+	return !pages_crosses(s->first, s->n_first, cut) && !pages_crosses(s->then, s->n_then, cut);
 }
 
 /* The end of the write that starts at page c of the changed run [c, end):

@@ -28,10 +28,10 @@ struct hook_pages_step {
  * src->buf_pages pages a call: one page pin a page instead of one a
  * patch. Only in the start-up scan (hook_no_seccomp; one thread), on
  * x86_64, when every changed page holds the file's bytes and lies in
- * src's mapping. A run is split only where no patch lies within
- * HOOK_PAGES_GUARD bytes of the cut, so an entry's jump and the padding
- * slot it jumps to (rel8: within 128 bytes) are always written by the
- * same call: the agent runs libc between two calls. false, having
+ * src's mapping. A run is cut only where no patch's bytes cross the cut
+ * and no entry's jmp rel8 jumps across it to a padding slot after it,
+ * so no entry is written before its slot: the agent runs libc between
+ * two calls. false, having
  * written nothing, when it does not apply; false after a refused or
  * short read or write (some runs written: the caller writes every patch
  * again its own way, the same bytes). *pages: the pages written. */

@@ -474,12 +474,13 @@ static void test_patch_whole_pages(void **state)
 		hook_seccomp_window(false);
 		skip(); /* under a seccomp filter the kernel writes nothing */
 	}
-	/* pages 0-9 changed: a patch a page, one 8 bytes into page 4 (no cut
-	 * at its start), an entry on page 6 whose slot is on page 7 */
+	/* pages 0-9 changed: a patch a page, page 4's across its start (no
+	 * cut there), an entry on page 6 whose slot is on page 7 */
 	for (size_t k = 0; k < 10; k++)
-		then[nt++] = (struct hook_patch){(uint64_t)p + k * (size_t)pg + (k == 4 ? 8 : 1000),
-		                                 5,
-		                                 {0xe9, (uint8_t)k, 7, 7, 7}};
+		then[nt++] =
+		    (struct hook_patch){(uint64_t)p + k * (size_t)pg + (k == 4 ? -2 : 1000),
+		                        5,
+		                        {0xe9, (uint8_t)k, 7, 7, 7}};
 	then[6] = (struct hook_patch){(uint64_t)p + 7 * (size_t)pg - 60, 2, {0xeb, 0x50}};
 	first[0] = (struct hook_patch){(uint64_t)p + 7 * (size_t)pg + 30, 5, {0xe9, 1, 2, 3, 4}};
 	/* pages 15-16: one patch across their boundary; page 20 a slot alone */
@@ -502,8 +503,9 @@ static void test_patch_whole_pages(void **state)
 
 /* Where the whole-page writes cannot vouch for a page they leave the
  * step to the patch-at-a-time writes, which write the same bytes: a run
- * with no cut far enough from every patch (an entry and its slot could
- * be written by two calls), and a page that holds a private copy. */
+ * with no cut that some patch does not cross (its bytes, or an entry's
+ * jmp rel8 to a slot after the cut: the two could be written by two
+ * calls), and a page that holds a private copy. */
 static void test_patch_whole_declined(void **state)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -519,10 +521,15 @@ static void test_patch_whole_declined(void **state)
 		hook_seccomp_window(false);
 		skip();
 	}
-	/* pages 0-5, a patch 100 bytes before each page boundary: no cut */
+	/* pages 0-5 (6 on): every boundary crossed, by a patch's bytes (1, 3,
+	 * 5) or by an entry's jump to a slot just after it (2, 4) */
 	for (size_t k = 0; k < 6; k++)
-		then[k] = (struct hook_patch){
-		    (uint64_t)p + (k + 1) * (size_t)pg - 100, 5, {0xe9, (uint8_t)k, 1, 1, 1}};
+		then[k] = k % 2 ? (struct hook_patch){(uint64_t)p + (k + 1) * (size_t)pg - 100,
+		                                      2,
+		                                      {0xeb, 0x70}}
+		                : (struct hook_patch){(uint64_t)p + (k + 1) * (size_t)pg - 2,
+		                                      5,
+		                                      {0xe9, (uint8_t)k, 1, 1, 1}};
 	memcpy(t, then, sizeof(t));
 	assert_int_equal(apply_whole(p, n, fd, buf, 2, NULL, 0, then, 6), 0);
 	expect_text(p, n, NULL, 0, t, 6);
