@@ -49,39 +49,102 @@
  * close before it); longer: the mapped bytes. */
 #define TEXT_SPAN_MAX 256u
 
-/* The mapping of /proc/self/maps that holds addr: [*lo, *hi), its file
- * offset, device and inode, and its path into path[cap]. false when none
- * holds it, it is not a private readable file mapping, or a line does
- * not parse. */
-static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *off, dev_t *dev,
-                         ino_t *ino, char *path, size_t cap)
+/* The private readable file mappings of /proc/self/maps, read once per
+ * start-up scan (hook_seccomp_window_gen): an exec'd process asked for
+ * them twice a module (the plan check, the patch writes), and each read
+ * of the file has the kernel print every mapping's path. Only the agent
+ * changes the address space while the window is open, and not its
+ * images' mappings (an mprotect splits a line, not the file offsets).
+ * Serialized as the rest of this file. */
+struct text_map {
+	uint64_t lo, hi, off;
+	dev_t dev;
+	ino_t ino;
+	char *path;
+};
+static struct {
+	uint64_t gen; /* the window the list was read in; 0: none */
+	size_t n, cap;
+	struct text_map *v;
+} text_maps;
+
+static void text_maps_clear(void)
+{
+	for (size_t i = 0; i < text_maps.n; i++)
+		free(text_maps.v[i].path);
+	text_maps.n = 0;
+	text_maps.gen = 0;
+}
+
+static bool text_maps_add(const struct text_map *m)
+{
+	if (text_maps.n == text_maps.cap) {
+		size_t nc = text_maps.cap ? 2 * text_maps.cap : 32;
+		void *nv = realloc(text_maps.v, nc * sizeof(*text_maps.v));
+		if (!nv)
+			return false;
+		text_maps.v = nv;
+		text_maps.cap = nc;
+	}
+	text_maps.v[text_maps.n++] = *m;
+	return true;
+}
+
+/* Reads the list afresh; false (and empty) when it cannot. */
+static bool text_maps_load(uint64_t gen)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	char line[PATH_MAX + 128];
-	bool found = false;
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
+	bool ok = f != NULL;
+	text_maps_clear();
+	while (ok && fgets(line, sizeof(line), f)) {
 		unsigned long long a, b, o, in;
 		unsigned mj, mn;
 		char perms[5];
 		int at = 0;
 		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &a, &b, perms, &o, &mj, &mn,
 		           &in, &at) != 7 ||
-		    addr < a || addr >= b)
+		    perms[0] != 'r' || perms[3] != 'p' || !in || line[at] != '/')
 			continue;
-		found = true;
-		size_t n = strcspn(line + at, "\n");
-		if (perms[0] != 'r' || perms[3] != 'p' || !in || line[at] != '/' || n >= cap)
-			break;
-		memcpy(path, line + at, n);
-		path[n] = 0;
-		*lo = a, *hi = b, *off = o, *dev = makedev(mj, mn), *ino = (ino_t)in;
-		fclose(f);
-		return true;
+		line[at + strcspn(line + at, "\n")] = 0;
+		struct text_map m = {a, b, o, makedev(mj, mn), (ino_t)in, strdup(line + at)};
+		ok = m.path && text_maps_add(&m);
+		if (!ok)
+			free(m.path);
 	}
-	fclose(f);
-	return false;
+	if (f)
+		fclose(f);
+	if (!ok)
+		text_maps_clear();
+	text_maps.gen = ok ? gen : 0;
+	return ok;
+}
+
+static const struct text_map *text_maps_find(uint64_t addr)
+{
+	for (size_t i = 0; i < text_maps.n; i++)
+		if (addr >= text_maps.v[i].lo && addr < text_maps.v[i].hi)
+			return &text_maps.v[i];
+	return NULL;
+}
+
+/* The mapping of /proc/self/maps that holds addr: [*lo, *hi), its file
+ * offset, device and inode, and its path into path[cap]. false when none
+ * holds it, it is not a private readable file mapping, or its path does
+ * not fit. A miss in the list read earlier in this window reads it
+ * again once (a mapping made since: a test's). */
+static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *off, dev_t *dev,
+                         ino_t *ino, char *path, size_t cap)
+{
+	uint64_t gen = hook_seccomp_window_gen();
+	const struct text_map *m = text_maps.gen == gen && gen ? text_maps_find(addr) : NULL;
+	if (!m && text_maps_load(gen))
+		m = text_maps_find(addr);
+	if (!m || strlen(m->path) >= cap)
+		return false;
+	strcpy(path, m->path);
+	*lo = m->lo, *hi = m->hi, *off = m->off, *dev = m->dev, *ino = m->ino;
+	return true;
 }
 
 /* The window's buffer: one for the process, made at the first check and

@@ -782,10 +782,18 @@ static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t
 /* Open during the start-up scan only (hook_seccomp_window). Relaxed: set
  * and read by the install paths, which are serialized (agent.lock). */
 static _Atomic bool seccomp_window;
+static _Atomic uint64_t seccomp_window_gen; /* relaxed as seccomp_window */
 
 void hook_seccomp_window(bool open)
 {
+	if (open)
+		atomic_fetch_add_explicit(&seccomp_window_gen, 1, memory_order_relaxed);
 	atomic_store_explicit(&seccomp_window, open, memory_order_relaxed);
+}
+
+uint64_t hook_seccomp_window_gen(void)
+{
+	return atomic_load_explicit(&seccomp_window_gen, memory_order_relaxed);
 }
 
 bool hook_no_seccomp(void)

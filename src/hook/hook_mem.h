@@ -104,6 +104,11 @@ bool hook_no_seccomp(void);
  * not open it -- hook_no_seccomp() is false and the agent keeps to the
  * system calls it needs anyway. */
 void hook_seccomp_window(bool open);
+/* How many times the window has been opened: what was read of the
+ * address space while it was open last holds as long as this has not
+ * moved (only the agent changes it meanwhile, and not its images'
+ * mappings). */
+uint64_t hook_seccomp_window_gen(void);
 
 /* Copies src[0, len) to dst (writable memory of this process) through
  * the kernel (process_vm_writev), so that this process does not touch
