@@ -761,9 +761,34 @@ static bool agent_fork_exit(void)
 	return st == ADA_FORK_NOTED || st == ADA_FORK_MADE;
 }
 
+/* A process whose agent.json is its own and whose run changed only
+ * counts since it wrote it (no count-only function, no budget, no hot
+ * function, not attached; a dlopen writes it again at once): the
+ * counts go into its arena, and the recorder folds them into that file
+ * when the process is gone (src/recorder/manifest.c). Writing it again
+ * at the exit -- the text, a new file, the rename over the old -- was a
+ * tenth of an exec'd child's start-up and exit (docs/benchmarks.md).
+ * False: write it (no arena, not the file this process wrote, or the
+ * recorder gone). */
+static bool agent_exit_note(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a || agent.attached || agent.json_pid != agent_hot.pid || !agent.json_writes ||
+	    !agent.json_ino || agent_count_any() || agent_budget_hot_any() || !agent_pid_dir_ours())
+		return false;
+	struct ada_fork_exit e;
+	memset(&e, 0, sizeof(e));
+	agent_untraced_counts(e.untraced);
+	e.gone_noticed = ada_producer_drain_gone(&e.gone_drops);
+	if (e.gone_noticed)
+		return false; /* nobody to fold them: the file says it */
+	ada_arena_exit_note(a, &e);
+	return true;
+}
+
 int agent_write_files_at_exit(void)
 {
-	if (agent_fork_exit())
+	if (agent_fork_exit() || agent_exit_note())
 		return 0;
 	return agent_write_files(false, agent.n_mods);
 }

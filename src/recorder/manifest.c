@@ -613,8 +613,14 @@ static json_t *man_agent_load(int pid_dir_fd, struct wal_agent_cache *cache, jso
 	return a;
 }
 
+/* sums (NULL: none) gets what the summary takes from agent.json; cache
+ * (NULL: none) spares the parse of a list the last file had too. fx: a
+ * noted fork child's counts at its exit (fork_files.c), folded into the
+ * file made its own; own: the counts a process left in its arena for its
+ * own file (ada_arena_exit_note), folded in and the file written back. */
 void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums,
-                        struct wal_agent_cache *cache, const struct ada_fork_exit *fx)
+                        struct wal_agent_cache *cache, const struct ada_fork_exit *fx,
+                        const struct ada_fork_exit *own)
 {
 	json_t *out = NULL, *a = man_agent_load(pid_dir_fd, cache, &out);
 	if (!json_is_object(a)) {
@@ -629,6 +635,11 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sum
 		if (fx) /* a noted fork child's counts at its exit (fork_files.c) */
 			wal_fork_exit_fold(a, fx);
 		(void)wal_agent_inherit_write(pid_dir_fd, a); /* else the file says whose it is */
+	} else if (own && json_is_integer(pid) && json_equal(json_object_get(a, "pid"), pid)) {
+		/* Its own file, whose counts at its exit it left in its arena
+		 * (src/hook/agent.c agent_exit_note): folded and written back. */
+		wal_fork_exit_fold(a, own);
+		(void)wal_agent_inherit_write(pid_dir_fd, a);
 	}
 	/* A budget run whose counts cost more than it: what to exclude. */
 	wal_exclude_hint(json_object_get(a, "count_only"));
@@ -709,12 +720,13 @@ static void man_final(json_t *root, struct ada_recorder *r, struct wal_proc *p)
 	}
 	/* A forked child's note not read yet, and its exit counts: from the
 	 * arena while it is there (read before anything here allocates). */
-	struct ada_fork_exit fx;
+	struct ada_fork_exit fx, own;
 	bool have_fx = p->arena && ada_arena_fork_exit_read(p->arena, &fx);
+	bool have_own = p->arena && ada_arena_exit_note_read(p->arena, &own);
 	wal_fork_files_take(r, p);
 	/* Summed once, though a manifest that failed is built again. */
 	wal_manifest_agent(root, p->dir_fd, p->agent_summed ? NULL : &r->agent_sums,
-	                   &r->agent_cache, have_fx ? &fx : NULL);
+	                   &r->agent_cache, have_fx ? &fx : NULL, have_own ? &own : NULL);
 	p->agent_summed = true;
 }
 

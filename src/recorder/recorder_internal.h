@@ -1008,13 +1008,13 @@ json_t *wal_agent_parse(struct wal_agent_cache *c, const char *buf, size_t len,
                         json_t *(*convert)(json_t *raw), json_t **out);
 void wal_agent_cache_free(struct wal_agent_cache *c);
 
-/* manifest.c: the agent's pid_N/agent.json (hook counts, timings, the
- * calls left untraced, modules) into the manifest as "hook", "modules"
- * and "program" (the image that ran last); nothing when it is missing.
- * sums (NULL: none) gets what the summary takes from it; cache (NULL:
- * none) spares the parse of a list the last file had too. */
+/* manifest.c: pid_N/agent.json (hook counts, timings, untraced calls,
+ * modules) into the manifest as "hook", "modules" and "program" (the
+ * image that ran last), the exit counts fx or own folded in; nothing when
+ * it is missing. What each argument is: manifest.c. */
 void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums,
-                        struct wal_agent_cache *cache, const struct ada_fork_exit *fx);
+                        struct wal_agent_cache *cache, const struct ada_fork_exit *fx,
+                        const struct ada_fork_exit *own);
 
 /* agent_inherit.c: a is pid's agent.json; when its "pid" is another's
  * (a forked child that ended without writing its own: it links its

@@ -1055,9 +1055,11 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	int dfd = -1;
 	/* The hooks and the calls left untraced. */
 	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0 && !json_object_get(man, "hook")) {
-		struct ada_fork_exit fx;
+		struct ada_fork_exit fx, own;
 		bool have_fx = rec_fork_files(c, dfd, pid_dir, &fx);
-		wal_manifest_agent(man, dfd, NULL, NULL, have_fx ? &fx : NULL);
+		bool have_own = c->arena && ada_arena_exit_note_read(c->arena, &own);
+		wal_manifest_agent(man, dfd, NULL, NULL, have_fx ? &fx : NULL,
+		                   have_own ? &own : NULL);
 	}
 	json_t *w = json_object_get(man, "warnings");
 	if (!json_is_array(w))

@@ -39,19 +39,43 @@ uint32_t ada_arena_fork_settle(struct ada_arena *a, uint32_t to)
 	return expect;
 }
 
-void ada_arena_fork_exit(struct ada_arena *a, const struct ada_fork_exit *e)
+/* fork_exit_state: 0 none, 1 a noted fork child's counts, 2 a process's
+ * counts for its own agent.json. */
+enum { EXIT_NONE, EXIT_FORK, EXIT_OWN };
+
+static void exit_publish(struct ada_arena *a, const struct ada_fork_exit *e, uint32_t state)
 {
 	a->ctl->fork_exit = *e;
 	/* Release: publishes the counts; pairs with the acquire in
-	 * ada_arena_fork_exit_read(). */
-	atomic_store_explicit(&a->ctl->fork_exit_state, 1, memory_order_release);
+	 * exit_read(). */
+	atomic_store_explicit(&a->ctl->fork_exit_state, state, memory_order_release);
+}
+
+static bool exit_read(const struct ada_arena *a, struct ada_fork_exit *out, uint32_t state)
+{
+	/* Acquire: pairs with the release in exit_publish(). */
+	if (atomic_load_explicit(&a->ctl->fork_exit_state, memory_order_acquire) != state)
+		return false;
+	memcpy(out, (const void *)&a->ctl->fork_exit, sizeof(*out));
+	return true;
+}
+
+void ada_arena_fork_exit(struct ada_arena *a, const struct ada_fork_exit *e)
+{
+	exit_publish(a, e, EXIT_FORK);
 }
 
 bool ada_arena_fork_exit_read(const struct ada_arena *a, struct ada_fork_exit *out)
 {
-	/* Acquire: pairs with the release in ada_arena_fork_exit(). */
-	if (atomic_load_explicit(&a->ctl->fork_exit_state, memory_order_acquire) != 1)
-		return false;
-	memcpy(out, (const void *)&a->ctl->fork_exit, sizeof(*out));
-	return true;
+	return exit_read(a, out, EXIT_FORK);
+}
+
+void ada_arena_exit_note(struct ada_arena *a, const struct ada_fork_exit *e)
+{
+	exit_publish(a, e, EXIT_OWN);
+}
+
+bool ada_arena_exit_note_read(const struct ada_arena *a, struct ada_fork_exit *out)
+{
+	return exit_read(a, out, EXIT_OWN);
 }

@@ -188,13 +188,13 @@ static void test_manifest_agent_sums(void **state)
 	assert_int_equal(json_dump_file(a, path, 0), 0);
 	struct ada_agent_sums *s = calloc(1, sizeof(*s));
 	json_t *root = json_object();
-	wal_manifest_agent(root, dfd, s, NULL, NULL);
+	wal_manifest_agent(root, dfd, s, NULL, NULL, NULL);
 	assert_int_equal(s->untraced[0], 7);
 	assert_non_null(json_object_get(root, "hook"));
 	assert_non_null(json_object_get(root, "modules"));
 	json_decref(root);
 	root = json_object();
-	wal_manifest_agent(root, dfd, NULL, NULL, NULL);
+	wal_manifest_agent(root, dfd, NULL, NULL, NULL, NULL);
 	assert_int_equal(s->untraced[0], 7);
 	assert_non_null(json_object_get(root, "hook"));
 	json_decref(root);

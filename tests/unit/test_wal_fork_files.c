@@ -318,7 +318,7 @@ static void test_exit_fold(void **state)
 	ada_arena_fork_exit(a, &e);
 	assert_true(ada_arena_fork_exit_read(a, &got));
 	json_t *root = json_pack("{s:i}", "pid", CHILD);
-	wal_manifest_agent(root, s.cfd, NULL, NULL, &got);
+	wal_manifest_agent(root, s.cfd, NULL, NULL, &got, NULL);
 	json_t *h = json_object_get(root, "hook");
 	assert_non_null(h);
 	json_t *un = json_object_get(h, "untraced_calls");
@@ -342,6 +342,56 @@ static void test_exit_fold(void **state)
 	sess_free(&s);
 }
 
+/* A process's own agent.json whose counts at its exit went into its
+ * arena (ada_arena_exit_note): folded in and written back as its own --
+ * no inherited_from -- and never taken for a fork child's counts, nor
+ * these for its. */
+static void test_exit_own_fold(void **state)
+{
+	(void)state;
+	struct sess s;
+	sess_new(&s);
+	uint64_t before =
+	    put(s.cfd, "agent.json",
+	        "{\"pid\": 200, \"untraced_calls\": {\"agent_work\": 5, \"thread_exit\": 0},"
+	        " \"unmatched_returns\": {\"returns\": 0}, \"stack_switches\": {},"
+	        " \"recorder_gone\": {\"noticed\": false}, \"agent_json_writes\": 1,"
+	        " \"modules\": [{\"module_id\": 1}], \"argv\": [\"t\"]}");
+	struct ada_arena *a = arena_new();
+	struct ada_fork_exit e, got;
+	memset(&e, 0, sizeof(e));
+	for (int i = 0; i < ADA_FORK_EXIT_COUNTS; i++)
+		e.untraced[i] = 20 + (uint64_t)i;
+	ada_arena_exit_note(a, &e);
+	assert_false(ada_arena_fork_exit_read(a, &got)); /* not a fork child's */
+	assert_true(ada_arena_exit_note_read(a, &got));
+	json_t *root = json_pack("{s:i}", "pid", CHILD);
+	wal_manifest_agent(root, s.cfd, NULL, NULL, NULL, &got);
+	json_t *h = json_object_get(root, "hook");
+	assert_non_null(h);
+	json_t *un = json_object_get(h, "untraced_calls");
+	assert_int_equal(json_integer_value(json_object_get(un, "agent_work")), 20);
+	assert_int_equal(json_integer_value(json_object_get(un, "thread_exit")), 28);
+	assert_string_equal(json_string_value(json_object_get(h, "exit_counts")), "arena");
+	assert_null(json_object_get(h, "inherited_from"));
+	assert_int_equal(json_integer_value(json_object_get(h, "agent_json_writes")), 1);
+	json_decref(root);
+	/* Written back (a new file by rename), with the counts. */
+	assert_true(ino_at(s.cfd, "agent.json") != before);
+	int fd = openat(s.cfd, "agent.json", O_RDONLY);
+	json_t *back = json_loadfd(fd, 0, NULL);
+	close(fd);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(back, "untraced_calls"),
+	                                                    "agent_work")),
+	                 20);
+	json_decref(back);
+	/* A fork child's counts published instead are not taken for these. */
+	ada_arena_fork_exit(a, &e);
+	assert_false(ada_arena_exit_note_read(a, &got));
+	ada_arena_close(a);
+	sess_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +401,7 @@ int main(void)
 	    cmocka_unit_test(test_make_derives_json),
 	    cmocka_unit_test(test_take),
 	    cmocka_unit_test(test_exit_fold),
+	    cmocka_unit_test(test_exit_own_fold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,5 +63,12 @@ uint32_t ada_arena_fork_settle(struct ada_arena *a, uint32_t to);
 void ada_arena_fork_exit(struct ada_arena *a, const struct ada_fork_exit *e);
 /* Recorder: a copy of the exit counts; false when the child noted none. */
 bool ada_arena_fork_exit_read(const struct ada_arena *a, struct ada_fork_exit *out);
+/* The same counts from a process whose agent.json is its own and would
+ * change at its exit only by them (src/hook/agent.c agent_exit_note):
+ * the recorder folds them into that file when the process is gone,
+ * instead of the process writing it again at its exit. A state of their
+ * own, so that a noted fork child's counts are never taken for these. */
+void ada_arena_exit_note(struct ada_arena *a, const struct ada_fork_exit *e);
+bool ada_arena_exit_note_read(const struct ada_arena *a, struct ada_fork_exit *out);
 
 #endif
