@@ -18,11 +18,25 @@
 #               recorder killed: recover gives the child the pid_N the
 #               recorder never made and reads its arena (RACEB: producer_raceb)
 #   other_user  (root) an arena directory another user owns is left alone
-# The suite runs every other test with ADA_NO_RECOVER_ORPHANS=1 (their
-# killed recordings are theirs to recover); these run one at a time
-# (RESOURCE_LOCK), so each scan finds only its own recording.
+# Each runs in a /dev/shm of its own (a tmpfs in a mount namespace of its
+# own), so each scan finds only its own recording: in the machine's
+# /dev/shm, `ada recover --all` (optout) took the recordings other tests
+# kill on purpose and recover themselves, in the middle of those tests
+# (pipeline_serial_kill, pipeline_retention_recover ...: the suite runs
+# every other test with ADA_NO_RECOVER_ORPHANS=1, which --all overrides).
+# Root only (CI's case); otherwise skipped.
 set -u
 ADA=$1 PROD=$2 CHECK=$3 MODE=$4 RACEB=${5:-}
+if [ "${ORPHAN_TEST_SHM:-}" != 1 ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "orphan_test($MODE): needs root for a /dev/shm of its own: skipped"; exit 77; }
+	unshare -m --propagation private true 2>/dev/null ||
+		{ echo "orphan_test($MODE): cannot make a mount namespace (unshare): skipped"; exit 77; }
+	export ORPHAN_TEST_SHM=1
+	exec unshare -m --propagation private sh -c 'mount -t tmpfs -o size=2g,mode=1777 tmpfs /dev/shm ||
+		{ echo "orphan_test: cannot mount a tmpfs on /dev/shm: skipped"; exit 77; }
+		exec sh "$0" "$@"' "$0" "$@"
+fi
+[ -x "$ADA" ] || { echo "orphan_test($MODE): $ADA is not there under a /dev/shm of its own" >&2; exit 1; }
 # producer_check reads ATF v2: a compact session through its export.
 . "$(dirname "$0")/atf_view.sh"
 unset ADA_NO_RECOVER_ORPHANS

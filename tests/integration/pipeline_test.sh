@@ -145,7 +145,8 @@ recover)
 			fail "ada recover in another pid namespace took a live recording"
 	fi
 	# Not `ada recover --all` here: it would take the killed recordings
-	# of the tests running beside this one (orphan_optout's manual one).
+	# of the tests running beside this one (the other kill tests' manual
+	# ones; orphan_optout's --all, in a /dev/shm of its own, takes none).
 	# Killed once every thread emitted another 200 000 events (as many as
 	# before counts.ready): the rings in full flow again.
 	c0=$(od -An -v -w32 -tu8 -N32 "$WORK/counts")
