@@ -21,6 +21,10 @@
 
 #include "hook_mem_pages_internal.h"
 
+/* x86_64 only: arm64 patches need the cache maintenance patch_write()
+ * does, and its entries jump to no padding slot. */
+#if defined(__x86_64__) && defined(__linux__)
+
 /* How far before a cut a patch can begin and still reach past it: a
  * jmp rel8 (2 bytes, +127 at most) from an entry to its padding slot. */
 #define HOOK_PAGES_REL8_REACH 130u
@@ -131,7 +135,6 @@ static uint64_t pages_ends[16384];
 bool hook_pages_write(const struct hook_patch_file *src, const struct hook_pages_step *s,
                       uint64_t *pages)
 {
-#if defined(__x86_64__) && defined(__linux__)
 	size_t n = 0, cap = sizeof(pages_ends) / sizeof(pages_ends[0]);
 	*pages = 0;
 	if (!src || src->fd < 0 || !src->buf || src->buf_pages < 2 || !hook_no_seccomp() ||
@@ -170,9 +173,16 @@ bool hook_pages_write(const struct hook_patch_file *src, const struct hook_pages
 		a = e;
 	}
 	return true;
+}
+
 #else
+
+bool hook_pages_write(const struct hook_patch_file *src, const struct hook_pages_step *s,
+                      uint64_t *pages)
+{
 	(void)src, (void)s;
 	*pages = 0;
 	return false;
-#endif
 }
+
+#endif
