@@ -125,6 +125,12 @@ void ada_wal_io_free(struct ada_wal_io *io)
 		return;
 	while (io->inflight > 0 && ada_wal_io_reap(io, true) >= 0)
 		;
+	/* A file ada_wal_io_hold() registered is let go by the ring's
+	 * teardown, which the kernel runs in a worker after the ring's close:
+	 * the session's file system, unmounted right after `ada record`
+	 * returned, was still busy. Every write has landed above: let go of
+	 * it now (-ENXIO when none was registered). */
+	(void)io_uring_unregister_files(&io->ring);
 	io_uring_queue_exit(&io->ring);
 	while (io->free) {
 		struct wal_buf *b = io->free;
