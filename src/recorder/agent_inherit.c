@@ -67,6 +67,9 @@ bool wal_agent_inherit(json_t *a, pid_t pid)
 		inherit_zero(a, *k);
 	json_object_set_new(a, "agent_json_writes", json_integer(0));
 	json_object_del(a, "hot_functions"); /* a parent's at its exit */
+	/* Its parent's exit counts, folded into the file this was made from
+	 * when the parent ended first (manifest.c): not the child's. */
+	json_object_del(a, "exit_counts");
 	/* Why the parent wrote its own files is not the child's; the
 	 * recorder's word on a file it derived is (fork_files.c). */
 	const char *ff = json_string_value(json_object_get(a, "fork_files"));

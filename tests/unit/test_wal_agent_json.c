@@ -143,6 +143,7 @@ static const char PARENT[] =
     "  \"stack_switches\": {\"switches\": 2, \"frames_cut\": 7},\n"
     "  \"recorder_gone\": {\"noticed\": true, \"drain_lag_drops\": 5},\n"
     "  \"hot_functions\": [{\"name\": \"f\", \"pct\": 50}],\n"
+    "  \"exit_counts\": \"arena\",\n"
     "  \"modules\": [{\"module_id\": 1}, {\"module_id\": 2, \"unloaded\": true}, "
     "{\"module_id\": 3, \"unloaded\": false}],\n  \"argv\": [\"a\"]\n}\n";
 
@@ -177,6 +178,9 @@ static void test_inherit(void **state)
 	assert_int_equal(geti(a, "recorder_gone", "drain_lag_drops"), 0);
 	assert_true(json_is_false(json_object_get(json_object_get(a, "recorder_gone"), "noticed")));
 	assert_null(json_object_get(a, "hot_functions"));
+	/* the parent's exit counts, folded into its file before the child's
+	 * was made from it: not the child's */
+	assert_null(json_object_get(a, "exit_counts"));
 	/* What the fork did not change is the parent's. */
 	assert_int_equal(geti(a, NULL, "installed"), 5);
 	assert_int_equal(geti(a, "hook_time_us", "total"), 900);
