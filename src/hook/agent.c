@@ -735,6 +735,15 @@ static void agent_fork_take_back(const char *why)
 
 _Static_assert(ADA_FORK_EXIT_COUNTS == AGENT_UNTRACED_COUNT, "the exit note's counts");
 
+/* What the process's agent.json would say at its exit that its last one
+ * did not: the counts an exit note carries (ring_fork.h). */
+static void agent_exit_counts(struct ada_fork_exit *e)
+{
+	memset(e, 0, sizeof(*e));
+	agent_untraced_counts(e->untraced);
+	e->gone_noticed = ada_producer_drain_gone(&e->gone_drops);
+}
+
 /* A noted child's exit: when its agent.json would differ from its
  * parent's only by counts, those go into its arena (the recorder folds
  * them into the agent.json it made) and no file is written. False: write
@@ -751,9 +760,7 @@ static bool agent_fork_exit(void)
 		return false;
 	}
 	struct ada_fork_exit e;
-	memset(&e, 0, sizeof(e));
-	agent_untraced_counts(e.untraced);
-	e.gone_noticed = ada_producer_drain_gone(&e.gone_drops);
+	agent_exit_counts(&e);
 	ada_arena_fork_exit(a, &e);
 	/* After the counts: a note the recorder refused meanwhile makes no
 	 * agent.json, so this process writes its own after all. */
@@ -777,9 +784,7 @@ static bool agent_exit_note(void)
 	    !agent.json_ino || agent_count_any() || agent_budget_hot_any() || !agent_pid_dir_ours())
 		return false;
 	struct ada_fork_exit e;
-	memset(&e, 0, sizeof(e));
-	agent_untraced_counts(e.untraced);
-	e.gone_noticed = ada_producer_drain_gone(&e.gone_drops);
+	agent_exit_counts(&e);
 	if (e.gone_noticed)
 		return false; /* nobody to fold them: the file says it */
 	ada_arena_exit_note(a, &e);

@@ -127,50 +127,52 @@ static bool pages_write_one(const struct hook_patch_file *src, const struct hook
 	return process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
-/* The writes' ends, every one chosen before the first is made: a run
- * with no allowed cut leaves the whole step to the caller untouched.
- * Bounded by the step's pages (PATCH_DROP_PAGES at most). */
-static uint64_t pages_ends[16384];
+/* The writes, every one chosen before the first is made: a run with no
+ * allowed cut leaves the whole step to the caller untouched. Bounded by
+ * the step's pages (PATCH_DROP_PAGES at most): a write is a page or more. */
+static struct pages_span {
+	uint64_t lo, hi;
+} pages_spans[16384];
 
-bool hook_pages_write(const struct hook_patch_file *src, const struct hook_pages_step *s,
-                      uint64_t *pages)
+/* Splits each run of changed pages where the buffer needs it into
+ * pages_spans; returns how many, or 0 when a run has no allowed cut. */
+static size_t pages_plan(const struct hook_patch_file *src, const struct hook_pages_step *s)
 {
-	size_t n = 0, cap = sizeof(pages_ends) / sizeof(pages_ends[0]);
-	*pages = 0;
-	if (!src || src->fd < 0 || !src->buf || src->buf_pages < 2 || !hook_no_seccomp() ||
-	    (s->hi - s->lo) / s->pg > cap || !pages_all_clean(src, s))
-		return false;
-	/* Plan: each run of changed pages, cut where the buffer needs it. */
-	for (uint64_t a = s->lo, x = 0; a < s->hi;) {
-		if (!pages_bit(s->changed, x)) {
-			a += s->pg, x++;
+	size_t n = 0;
+	for (uint64_t a = s->lo; a < s->hi;) {
+		if (!pages_bit(s->changed, (a - s->lo) / s->pg)) {
+			a += s->pg;
 			continue;
 		}
 		uint64_t end = a;
 		while (end < s->hi && pages_bit(s->changed, (end - s->lo) / s->pg))
 			end += s->pg;
-		for (uint64_t c = a; c < end; c = pages_ends[n++]) {
+		for (uint64_t c = a; c < end; c = pages_spans[n++].hi) {
 			uint64_t e = pages_cut(s, c, end, src->buf_pages);
 			if (!e)
-				return false;
-			pages_ends[n] = e;
+				return 0;
+			pages_spans[n] = (struct pages_span){c, e};
 		}
-		x += (end - a) / s->pg;
 		a = end;
 	}
-	/* Write, in address order. */
-	size_t k = 0;
-	for (uint64_t a = s->lo, x = 0; a < s->hi && k < n;) {
-		if (!pages_bit(s->changed, x)) {
-			a += s->pg, x++;
-			continue;
-		}
-		uint64_t e = pages_ends[k++];
-		if (!pages_write_one(src, s, a, e))
+	return n;
+}
+
+bool hook_pages_write(const struct hook_patch_file *src, const struct hook_pages_step *s,
+                      uint64_t *pages)
+{
+	size_t cap = sizeof(pages_spans) / sizeof(pages_spans[0]);
+	*pages = 0;
+	if (!src || src->fd < 0 || !src->buf || src->buf_pages < 2 || !hook_no_seccomp() ||
+	    (s->hi - s->lo) / s->pg > cap || !pages_all_clean(src, s))
+		return false;
+	size_t n = pages_plan(src, s);
+	if (!n)
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		if (!pages_write_one(src, s, pages_spans[k].lo, pages_spans[k].hi))
 			return false;
-		*pages += (e - a) / s->pg;
-		x += (e - a) / s->pg;
-		a = e;
+		*pages += (pages_spans[k].hi - pages_spans[k].lo) / s->pg;
 	}
 	return true;
 }

@@ -631,16 +631,21 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sum
 	/* A forked child that ended without its own: its parent's, made its
 	 * own (agent_inherit.c) and written back so every reader sees it. */
 	json_t *pid = json_object_get(root, "pid");
-	if (json_is_integer(pid) && wal_agent_inherit(a, (pid_t)json_integer_value(pid))) {
-		if (fx) /* a noted fork child's counts at its exit (fork_files.c) */
-			wal_fork_exit_fold(a, fx);
-		(void)wal_agent_inherit_write(pid_dir_fd, a); /* else the file says whose it is */
-	} else if (own && json_is_integer(pid) && json_equal(json_object_get(a, "pid"), pid)) {
-		/* Its own file, whose counts at its exit it left in its arena
-		 * (src/hook/agent.c agent_exit_note): folded and written back. */
-		wal_fork_exit_fold(a, own);
+	bool inherited =
+	    json_is_integer(pid) && wal_agent_inherit(a, (pid_t)json_integer_value(pid));
+	/* Counts at the exit: a noted fork child's, into the file made its
+	 * own (fork_files.c); a process's own file's, which it left in its
+	 * arena instead of writing it again (src/hook/agent.c
+	 * agent_exit_note). */
+	bool own_file =
+	    !inherited && json_is_integer(pid) && json_equal(json_object_get(a, "pid"), pid);
+	const struct ada_fork_exit *x = inherited ? fx : own_file ? own : NULL;
+	if (x)
+		wal_fork_exit_fold(a, x);
+	/* Written back so every reader sees it (a failed write leaves an
+	 * inherited file saying whose it is). */
+	if (inherited || x)
 		(void)wal_agent_inherit_write(pid_dir_fd, a);
-	}
 	/* A budget run whose counts cost more than it: what to exclude. */
 	wal_exclude_hint(json_object_get(a, "count_only"));
 	if (sums)

@@ -433,6 +433,17 @@ static void expect_text(const uint8_t *p, size_t n, const struct hook_patch *a, 
 	free(want);
 }
 
+/* Opens the start-up scan's window for a test of the kernel's writes, or
+ * skips it: under a seccomp filter the kernel writes nothing. */
+static void startup_window_or_skip(void)
+{
+	hook_seccomp_window(true);
+	if (!hook_no_seccomp()) {
+		hook_seccomp_window(false);
+		skip();
+	}
+}
+
 /* The pages written whole in the start-up scan (hook_pages_write), with
  * src the file behind p; returns the pages counted whole. */
 static uint64_t apply_whole(uint8_t *p, size_t n, int fd, uint8_t *buf, size_t buf_pages,
@@ -460,6 +471,8 @@ static uint64_t apply_whole(uint8_t *p, size_t n, int fd, uint8_t *buf, size_t b
  * pages nothing changes left alone -- and the file never written. */
 static void test_patch_whole_pages(void **state)
 {
+	(void)state;
+	startup_window_or_skip();
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t n = 24;
 	int fd;
@@ -468,12 +481,6 @@ static void test_patch_whole_pages(void **state)
 	struct hook_patch first[2], then[12];
 	size_t nt = 0;
 
-	(void)state;
-	hook_seccomp_window(true);
-	if (!hook_no_seccomp()) {
-		hook_seccomp_window(false);
-		skip(); /* under a seccomp filter the kernel writes nothing */
-	}
 	/* pages 0-9 changed: a patch a page, page 4's across its start (no
 	 * cut there), an entry on page 6 whose slot is on page 7 */
 	for (size_t k = 0; k < 10; k++)
@@ -508,6 +515,8 @@ static void test_patch_whole_pages(void **state)
  * calls), and a page that holds a private copy. */
 static void test_patch_whole_declined(void **state)
 {
+	(void)state;
+	startup_window_or_skip();
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t n = 8;
 	int fd;
@@ -515,12 +524,6 @@ static void test_patch_whole_declined(void **state)
 	uint8_t *buf = malloc(2 * (size_t)pg);
 	struct hook_patch then[6], t[6];
 
-	(void)state;
-	hook_seccomp_window(true);
-	if (!hook_no_seccomp()) {
-		hook_seccomp_window(false);
-		skip();
-	}
 	/* pages 0-5 (6 on): every boundary crossed, by a patch's bytes (1, 3,
 	 * 5) or by an entry's jump to a slot just after it (2, 4) */
 	for (size_t k = 0; k < 6; k++)
