@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <stdio.h>
 #include <sys/auxv.h>
@@ -156,6 +157,24 @@ static void discover_fill_path(struct discover_image *im)
 	}
 }
 
+/* discover_set_agent_library()'s base (0: none). Relaxed: set once, by
+ * the thread that loads it, before any scan can see the library. */
+static _Atomic uint64_t discover_agent_lib;
+
+void discover_set_agent_library(uint64_t base)
+{
+	atomic_store_explicit(&discover_agent_lib, base, memory_order_relaxed);
+}
+
+static struct discover_image *discover_by_base(struct discover_image *v, size_t n, uint64_t base)
+{
+	for (size_t i = 0; base && i < n; i++) {
+		if (v[i].base == base)
+			return &v[i];
+	}
+	return NULL;
+}
+
 static void discover_classify(struct discover_image *v, size_t n, uint64_t self_addr)
 {
 	uint64_t at_base = getauxval(AT_BASE), vdso = getauxval(AT_SYSINFO_EHDR);
@@ -175,6 +194,8 @@ static void discover_classify(struct discover_image *v, size_t n, uint64_t self_
 		agent->reach = 0;
 		discover_mark(v, n, agent, 2);
 	}
+	uint64_t lib = atomic_load_explicit(&discover_agent_lib, memory_order_relaxed);
+	discover_mark(v, n, discover_by_base(v, n, lib), 2);
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip == ADA_HOOK_OK && v[i].reach == 2)
 			v[i].skip = ADA_SKIP_AGENT, v[i].why = "agent dependency";

@@ -30,6 +30,11 @@ struct discover_image {
  * *out with free(). */
 int discover_images(uint64_t self_addr, struct discover_image **out, size_t *n_out);
 
+/* The load base of a library the agent loaded itself (dlopen: libelf,
+ * agent_libelf.c): it and what it needs are agent dependencies, left
+ * unhooked, in every scan from now on. */
+void discover_set_agent_library(uint64_t base);
+
 /* Runs body(arg, lo, hi) over ranges that cover [0, n) once, grain
  * indices at a time (the last range may be shorter), perhaps on two
  * threads at once, and returns when every range is done. The agent's

@@ -276,6 +276,12 @@ ada_itest(dlopen_budget.O2 target --own-module libt_dlib.so --record-opt=--overh
 # gives the verdicts the cache then serves warm, and again on a second cold run.
 ada_e2e_test(e2e.cold_start coldstart_test.py NO_SKIP WORK ${CMAKE_BINARY_DIR}/itest-work/cold_start
              ARGS -- ${T}/t_threads_O2)
+# libelf loaded by the agent at its first ELF read, not with it: cold,
+# the dlopen's rescan finds libelf and libz and leaves them unhooked as the
+# agent's; warm (every table cached), they are never loaded.
+ada_e2e_test(e2e.lazy_libelf lazy_libelf_test.py NO_SKIP
+             WORK ${CMAKE_BINARY_DIR}/itest-work/lazy_libelf
+             ARGS -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
 # The program clears or replaces its environment, then dlopens and forks
 # (issue 14: nginx's workers): the library is hooked, the child recorded.
 # Children started with an explicit environment that lacks LD_PRELOAD and
