@@ -362,7 +362,7 @@ void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count)
 
 void plan_cache_file_free(struct plan_cache_file *f)
 {
-	plan_cache_free_file(f->buf, f->map_len);
+	free(f->buf);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -466,21 +466,21 @@ int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
 	 * more. */
 	uint64_t least = PC_HDR + key->fn_count * (uint64_t)sizeof(*out);
 	void *buf = NULL;
-	size_t got = 0, map_len = 0;
+	size_t got = 0;
 	memset(f, 0, sizeof(*f));
 	/* Through a walk that trusts only directories and links of root's
 	 * and ours (fs.h): a cache under a HOME another user owns or can
-	 * write -- as `sudo -E` passes it -- is never read. */
-	int err = plan_cache_read_file(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
-	                               &buf, &got, &map_len);
-	/* Private memory from here on: every walk reads the same bytes,
-	 * whatever happens to the file. */
+	 * write -- as `sudo -E` passes it -- is never read. Read, not
+	 * mapped: private memory from here on, every walk reads the same
+	 * bytes whatever happens to the file (populated in one call, then
+	 * read: docs/benchmarks.md, "Cache files read, not copied into a
+	 * memfd"). */
+	int err = ada_fs_read_private(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
+	                              NULL, &buf, &got);
 	if (!err)
 		err = plan_cache_open_buf(buf, got, key, out, f);
-	if (err && buf)
-		plan_cache_free_file(buf, map_len);
-	else if (!err)
-		f->map_len = map_len;
+	if (err)
+		free(buf);
 	return err;
 }
 

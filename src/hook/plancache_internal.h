@@ -111,24 +111,14 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out, struct hook_arch_plan *plans);
 
-/* Reads the private file at path (ada_fs_read_private's checks and
- * bounds) into private memory: from 64 KiB on, a private mapping of a
- * sealed copy the kernel made (cachefile.c: no later change of the file
- * reaches it), *map_len its length; else, or when that fails, a malloc'd
- * buffer, *map_len 0. Free it with plan_cache_free_file(). Errors as
- * ada_fs_read_private's. */
-int plan_cache_read_file(const char *path, uint64_t min, uint64_t max, void **out, size_t *len,
-                         size_t *map_len);
-void plan_cache_free_file(void *buf, size_t map_len);
 
 /* A cache file kept, as read, after plan_cache_parse() accepted it: on a
  * hit the agent walks its plan records (plan_cache_next_plan) where it
  * needs them instead of copying every plan into an array indexed by
  * function (libc's ~900 KB, every page of it new memory). */
 struct plan_cache_file {
-	uint8_t *buf; /* the whole file, private memory (owned) */
+	uint8_t *buf; /* the whole file, read into private memory (owned) */
 	size_t len;
-	size_t map_len;      /* buf is a mapping of this length (0: malloc'd) */
 	const uint8_t *next; /* the next plan record */
 	size_t left;         /* bytes from next to the end */
 	bool bad;            /* a record was not one: the walk has ended */

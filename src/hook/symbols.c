@@ -63,15 +63,11 @@ const char *ada_symtab_source_name(enum ada_symtab_source s)
 	return "unknown";
 }
 
-/* The name pool's memory given back (a cache file's mapping or malloc's),
- * names_map_len cleared. */
+/* The name pool's memory given back (malloc's, or a cache file's
+ * buffer as read). */
 static void symtab_names_free(struct ada_hook_symtab *st)
 {
-	if (st->names_map_len)
-		munmap(st->names, st->names_map_len);
-	else
-		free(st->names);
-	st->names_map_len = 0;
+	free(st->names);
 }
 
 static int symtab_open(const char *path, struct symtab_elf *se)

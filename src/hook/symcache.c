@@ -399,30 +399,6 @@ bool symtab_cache_no_debug_file(const char *debug_root, const char *image,
 	return true;
 }
 
-/* The records of a file mapped privately (plan_cache_read_file), which
- * become the table's array and get its statuses written: their pages
- * copied for writing in one call before anything reads them. A page
- * read first and written later is a copy-on-write break of a mapped
- * page, which flushes its translation (on a paravirtualised guest an
- * exit to the hypervisor each: a hundred of cc1's records' pages). The
- * header (untrusted here: the parse checks it) only says where; a wrong
- * one costs some copies, nothing else. */
-static void sc_populate_records(uint8_t *buf, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-	struct sc_hdr h;
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	if (len < sizeof(h) || pg == 0)
-		return;
-	memcpy(&h, buf + len - sizeof(h), sizeof(h));
-	size_t from = SC_POOL_PAD(h.names_len) < len ? SC_POOL_PAD(h.names_len) : len;
-	uintptr_t lo = ((uintptr_t)buf + from) & ~(pg - 1);
-	(void)madvise((void *)lo, (uintptr_t)buf + len - lo, MADV_POPULATE_WRITE);
-#else
-	(void)buf, (void)len;
-#endif
-}
-
 /* The cached table, when the file matches and, for a debug file's table,
  * that debug file is still the one it was read from; for a .dynsym
  * table, when no debug file has been installed since. */
@@ -430,24 +406,21 @@ static int sc_load(const char *path, const char *image, const char *debug_root,
                    struct symtab_cache_key *key, struct ada_hook_symtab *st)
 {
 	void *buf = NULL;
-	size_t got = 0, map_len = 0;
+	size_t got = 0;
 	uint64_t ident = 0;
 	/* Through a walk that trusts only directories and links of root's
 	 * and ours (fs.h), as the plan cache's files are read; into private
-	 * memory (a populated private mapping: plan_cache_read_file). */
-	int err = plan_cache_read_file(path, sizeof(struct sc_hdr),
-	                               sizeof(struct sc_hdr) + (uint64_t)SC_MAX_FNS * SC_FN_BYTES +
-	                                   SC_MAX_NAMES,
-	                               &buf, &got, &map_len);
+	 * memory, populated in one call before the read (fs.h): its records
+	 * become the table's array and get its statuses written. */
+	int err = ada_fs_read_private(path, sizeof(struct sc_hdr),
+	                              sizeof(struct sc_hdr) + (uint64_t)SC_MAX_FNS * SC_FN_BYTES +
+	                                  SC_MAX_NAMES,
+	                              NULL, &buf, &got);
 	key->debug_ident = SYMTAB_CACHE_ANY_IDENT;
-	if (!err && map_len)
-		sc_populate_records(buf, got);
 	if (!err)
 		err = symtab_cache_parse(buf, got, key, st, &ident, true);
-	if (err && buf)
-		plan_cache_free_file(buf, map_len);
-	else if (!err)
-		st->names_map_len = map_len; /* buf is st's name pool now */
+	if (err)
+		free(buf); /* else buf is st's name pool now */
 	if (!err && ident != 0 &&
 	    ident != symtab_cache_debug_ident(debug_root, key->build_id, key->build_id_len)) {
 		ada_hook_symtab_fini(st);

@@ -121,10 +121,6 @@ struct ada_hook_symtab {
 	/* fns lies inside the names allocation (a symbol-table cache file's
 	 * buffer, records after the names): freed with it, not alone. */
 	bool fns_in_names;
-	/* names is a private mapping of this many bytes (a symbol-table
-	 * cache file's, plan_cache_read_file), unmapped rather than freed;
-	 * 0: malloc'd. */
-	size_t names_map_len;
 };
 
 /* Reads the functions of the ELF file at path: .symtab when present, else
