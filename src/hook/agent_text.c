@@ -49,10 +49,12 @@
  * close before it); longer: the mapped bytes. */
 #define TEXT_SPAN_MAX 256u
 
-/* The private readable file mappings of /proc/self/maps, read once per
- * start-up scan (hook_seccomp_window_gen): an exec'd process asked for
- * them twice a module (the plan check, the patch writes), and each read
- * of the file has the kernel print every mapping's path. Only the agent
+/* The private readable file mappings of /proc/self/maps, once per
+ * start-up scan (hook_seccomp_window_gen), taken from the text hook_mem
+ * read for its snapshot at the agent's start when that is still current
+ * (hook_mem_maps_text), else read: an exec'd process asked for them
+ * twice a module (the plan check, the patch writes), and each read of
+ * the file has the kernel print every mapping's path. Only the agent
  * changes the address space while the window is open, and not its
  * images' mappings (an mprotect splits a line, not the file offsets).
  * Serialized as the rest of this file. */
@@ -90,30 +92,67 @@ static bool text_maps_add(const struct text_map *m)
 	return true;
 }
 
-/* Reads the list afresh; false (and empty) when it cannot. */
-static bool text_maps_load(uint64_t gen)
+/* One line of /proc/self/maps into the list when it is a private
+ * readable file mapping; false when memory ran out. */
+static bool text_maps_line(char *line)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long long a, b, o, in;
+	unsigned mj, mn;
+	char perms[5];
+	int at = 0;
+	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &a, &b, perms, &o, &mj, &mn, &in,
+	           &at) != 7 ||
+	    perms[0] != 'r' || perms[3] != 'p' || !in || line[at] != '/')
+		return true;
+	line[at + strcspn(line + at, "\n")] = 0;
+	struct text_map m = {a, b, o, makedev(mj, mn), (ino_t)in, strdup(line + at)};
+	bool ok = m.path && text_maps_add(&m);
+	if (!ok)
+		free(m.path);
+	return ok;
+}
+
+/* The lines of text[0..len) (hook_mem's copy of the file as it read it);
+ * a line too long for the buffer (a path near PATH_MAX) is left out, as
+ * fgets would have cut it. */
+static bool text_maps_from_text(const char *text, size_t len)
+{
 	char line[PATH_MAX + 128];
-	bool ok = f != NULL;
-	text_maps_clear();
-	while (ok && fgets(line, sizeof(line), f)) {
-		unsigned long long a, b, o, in;
-		unsigned mj, mn;
-		char perms[5];
-		int at = 0;
-		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &a, &b, perms, &o, &mj, &mn,
-		           &in, &at) != 7 ||
-		    perms[0] != 'r' || perms[3] != 'p' || !in || line[at] != '/')
-			continue;
-		line[at + strcspn(line + at, "\n")] = 0;
-		struct text_map m = {a, b, o, makedev(mj, mn), (ino_t)in, strdup(line + at)};
-		ok = m.path && text_maps_add(&m);
-		if (!ok)
-			free(m.path);
+	bool ok = true;
+	for (const char *p = text, *end = text + len; ok && p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((eol ? eol : end) - p);
+		if (n < sizeof(line)) {
+			memcpy(line, p, n);
+			line[n] = 0;
+			ok = text_maps_line(line);
+		}
+		p += n + 1;
 	}
-	if (f)
-		fclose(f);
+	return ok;
+}
+
+/* The list for window gen: from the snapshot hook_mem read at the
+ * agent's start when it is still current and fresh is false (the
+ * window's first list: the file read once per process, not twice), else
+ * the file read afresh. false (and empty) when it cannot be had. */
+static bool text_maps_load(uint64_t gen, bool fresh)
+{
+	const char *text;
+	size_t len;
+	bool ok;
+	text_maps_clear();
+	if (!fresh && hook_mem_maps_text(agent.mem, &text, &len) == 0) {
+		ok = text_maps_from_text(text, len);
+	} else {
+		FILE *f = fopen("/proc/self/maps", "re");
+		char line[PATH_MAX + 128];
+		ok = f != NULL;
+		while (ok && fgets(line, sizeof(line), f))
+			ok = text_maps_line(line);
+		if (f)
+			fclose(f);
+	}
 	if (!ok)
 		text_maps_clear();
 	text_maps.gen = ok ? gen : 0;
@@ -137,8 +176,10 @@ static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *of
                          ino_t *ino, char *path, size_t cap)
 {
 	uint64_t gen = hook_seccomp_window_gen();
-	const struct text_map *m = text_maps.gen == gen && gen ? text_maps_find(addr) : NULL;
-	if (!m && text_maps_load(gen))
+	bool listed = text_maps.gen == gen && gen;
+	const struct text_map *m = listed ? text_maps_find(addr) : NULL;
+	/* Missed in this window's list: the file itself, once more. */
+	if (!m && text_maps_load(gen, listed))
 		m = text_maps_find(addr);
 	if (!m || strlen(m->path) >= cap)
 		return false;

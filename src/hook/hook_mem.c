@@ -41,6 +41,8 @@ struct hook_mem {
 	size_t n_regions, cap_regions;
 	struct hook_map *maps;  /* snapshot, valid while maps_fresh */
 	int n_maps, maps_fresh; /* MEM_MAPS_* */
+	char *maps_text;        /* the snapshot's text as read (hook_mem_maps_text) */
+	size_t maps_text_len;
 };
 
 /* The snapshot: to be read again; as read; or as read plus the regions
@@ -108,6 +110,7 @@ void hook_mem_free(struct hook_mem *m)
 	}
 	free(m->regions);
 	free(m->maps);
+	free(m->maps_text);
 	free(m);
 }
 
@@ -244,8 +247,10 @@ fail:
 	return err;
 }
 
-/* Snapshot of the address space, sorted by address (the kernel's order). */
-static int maps_load(struct hook_map **maps, int *n_maps)
+/* Snapshot of the address space, sorted by address (the kernel's order);
+ * with text given, the text it was parsed from replaces *text (else it
+ * is freed). */
+static int maps_load_text(struct hook_map **maps, int *n_maps, char **text, size_t *text_len)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -256,14 +261,35 @@ static int maps_load(struct hook_map **maps, int *n_maps)
 	size_t cap = len / 20 + 1; /* a line is longer than 20 bytes */
 	struct hook_map *arr = malloc(cap * sizeof(*arr));
 	n = arr ? hook_maps_parse(buf, len, arr, cap) : -ENOMEM;
-	free(buf);
 	if (n < 0) {
+		free(buf);
 		free(arr);
 		return n;
 	}
 	free(*maps);
 	*maps = arr;
 	*n_maps = n;
+	if (text) {
+		free(*text);
+		*text = buf;
+		*text_len = len;
+	} else {
+		free(buf);
+	}
+	return 0;
+}
+
+static int maps_load(struct hook_map **maps, int *n_maps)
+{
+	return maps_load_text(maps, n_maps, NULL, NULL);
+}
+
+int hook_mem_maps_text(const struct hook_mem *m, const char **text, size_t *len)
+{
+	if (!m || m->maps_fresh == MEM_MAPS_STALE || !m->maps_text)
+		return -ESTALE;
+	*text = m->maps_text;
+	*len = m->maps_text_len;
 	return 0;
 }
 
@@ -341,7 +367,7 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 {
 	for (int attempt = 0; attempt < 4; attempt++) {
 		if (m->maps_fresh == MEM_MAPS_STALE) {
-			int err = maps_load(&m->maps, &m->n_maps);
+			int err = maps_load_text(&m->maps, &m->n_maps, &m->maps_text, &m->maps_text_len);
 			if (err)
 				return err;
 			m->maps_fresh = MEM_MAPS_READ;

@@ -236,6 +236,13 @@ int hook_maps_parse(const char *buf, size_t len, struct hook_map *out, size_t ca
 int hook_maps_main_stack(const struct hook_map *maps, int n, uint64_t stack_end, uint64_t rlim,
                          uint64_t *lo, uint64_t *hi);
 
+/* The text of /proc/self/maps m's snapshot was parsed from, when the
+ * snapshot is current (as read, or as read plus the regions m mapped
+ * since, which are anonymous and not in the text): the file mappings as
+ * they were, without reading the file again. Good until m's next call.
+ * -ESTALE when there is none. */
+int hook_mem_maps_text(const struct hook_mem *m, const char **text, size_t *len);
+
 /* hook_maps_main_stack() on m's snapshot of /proc/self/maps, when it has
  * one (the agent's start-up read it): the main thread's stack bounds
  * without reading the file again. -ESTALE when there is none. */

@@ -215,12 +215,79 @@ static void test_text_buffer_kept(void **state)
 	unlink(pb);
 }
 
+/* The window's list of mappings from hook_mem's snapshot text (read at
+ * the agent's start; /proc/self/maps not read again): a mapping in it is
+ * checked in its file; one made after the snapshot misses the list and
+ * is found by reading the file once more. */
+static void test_text_maps_from_snapshot(void **state)
+{
+	(void)state;
+	long pg = sysconf(_SC_PAGESIZE);
+	char pa[64], pb[64];
+	uint8_t *a = text_file(pg, pa), *blk;
+	assert_int_equal(hook_mem_new(&agent.mem), 0);
+	assert_int_equal(hook_mem_alloc(agent.mem, 3, (uint64_t)(uintptr_t)a,
+	                                (uint64_t)(uintptr_t)a + 4096, 64, &blk),
+	                 0);
+	const char *text;
+	size_t len;
+	assert_int_equal(hook_mem_maps_text(agent.mem, &text, &len), 0);
+	assert_non_null(memmem(text, len, pa, strlen(pa)));
+	uint8_t *b = text_file(pg, pb); /* after the snapshot */
+	assert_null(memmem(text, len, pb, strlen(pb)));
+	hook_seccomp_window(true);
+	if (!hook_no_seccomp()) {
+		hook_seccomp_window(false);
+		hook_mem_free(agent.mem);
+		agent.mem = NULL;
+		unlink(pa);
+		unlink(pb);
+		skip();
+	}
+	struct hook_arch_region ra = {(uint64_t)(uintptr_t)a, TEXT_N * (uint64_t)pg, a};
+	struct hook_arch_region rb = {(uint64_t)(uintptr_t)b, TEXT_N * (uint64_t)pg, b};
+	struct hook_arch_memview mva = {&ra, 1}, mvb = {&rb, 1};
+	struct agent_text t;
+	uint64_t before = agent.cache_file_checked;
+	agent_text_open(&t, (uint64_t)(uintptr_t)a);
+	assert_true(t.fd >= 0);
+	struct hook_arch_plan pla = plan_at(a, 5 * (size_t)pg + 3, 0);
+	expect(&t, &mva, &pla, true);
+	agent_text_close(&t);
+	agent_text_open(&t, (uint64_t)(uintptr_t)b);
+	assert_true(t.fd >= 0);
+	struct hook_arch_plan plb = plan_at(b, 7 * (size_t)pg + 9, 0);
+	expect(&t, &mvb, &plb, true);
+	agent_text_close(&t);
+	assert_int_equal(agent.cache_file_checked - before, 2);
+	hook_seccomp_window(false);
+	/* The list is the snapshot's, not a read: a's file renamed since is
+	 * looked for under its old name there, not found (checked in memory,
+	 * as for any file that is gone), where the file would say the new. */
+	char moved[80];
+	snprintf(moved, sizeof(moved), "%s.moved", pa);
+	assert_int_equal(rename(pa, moved), 0);
+	hook_seccomp_window(true);
+	agent_text_open(&t, (uint64_t)(uintptr_t)a);
+	assert_int_equal(t.fd, -1);
+	agent_text_close(&t);
+	hook_seccomp_window(false);
+	assert_int_equal(rename(moved, pa), 0);
+	hook_mem_free(agent.mem);
+	agent.mem = NULL;
+	munmap(a, TEXT_N * (size_t)pg);
+	munmap(b, TEXT_N * (size_t)pg);
+	unlink(pa);
+	unlink(pb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_text_fits),
 	    cmocka_unit_test(test_text_closed_window),
 	    cmocka_unit_test(test_text_buffer_kept),
+	    cmocka_unit_test(test_text_maps_from_snapshot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

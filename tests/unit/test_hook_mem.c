@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdarg.h>
@@ -98,6 +99,42 @@ static int prot_of(const void *p)
 		if ((uint64_t)p >= m[i].start && (uint64_t)p < m[i].end)
 			return m[i].prot;
 	return -1;
+}
+
+/* The snapshot's text (hook_mem_maps_text): none before the first read,
+ * the file as read after an allocation read it (this test's own text
+ * mapping in it, the region mapped since not), none once the snapshot is
+ * stale (a module's regions released). */
+static void test_maps_text(void **state)
+{
+	struct hook_mem *m;
+	const char *text;
+	size_t len;
+	uint8_t *a;
+	uint64_t lo = (uint64_t)test_maps_parse, hi = lo + 4096;
+	char self[32];
+
+	(void)state;
+	assert_int_equal(hook_mem_new(&m), 0);
+	assert_int_equal(hook_mem_maps_text(m, &text, &len), -ESTALE);
+	assert_int_equal(hook_mem_alloc(m, 7, lo, hi, 100, &a), 0);
+	assert_int_equal(hook_mem_maps_text(m, &text, &len), 0);
+	assert_true(len > 0 && text[len - 1] == '\n');
+	struct hook_map maps[512];
+	int n = hook_maps_parse(text, len, maps, 512);
+	assert_true(n > 0);
+	bool code = false, region = false;
+	for (int i = 0; i < n; i++) {
+		code = code || (lo >= maps[i].start && lo < maps[i].end);
+		region = region || ((uint64_t)a >= maps[i].start && (uint64_t)a < maps[i].end);
+	}
+	assert_true(code);
+	assert_false(region); /* mapped after the read: in the snapshot, not its text */
+	snprintf(self, sizeof(self), "%" PRIx64 "-", (uint64_t)maps[0].start);
+	assert_non_null(strstr(text, self));
+	assert_int_equal(hook_mem_release_module(m, 7), 0);
+	assert_int_equal(hook_mem_maps_text(m, &text, &len), -ESTALE);
+	hook_mem_free(m);
 }
 
 static void test_alloc_near_and_seal(void **state)
@@ -602,6 +639,7 @@ int main(void)
 	    cmocka_unit_test(test_maps_parse),
 	    cmocka_unit_test(test_main_stack),
 	    cmocka_unit_test(test_alloc_near_and_seal),
+	    cmocka_unit_test(test_maps_text),
 	    cmocka_unit_test(test_is_tramp),
 	    cmocka_unit_test(test_patch_apply),
 	    cmocka_unit_test(test_patch_run),
