@@ -111,7 +111,6 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out, struct hook_arch_plan *plans);
 
-
 /* A cache file kept, as read, after plan_cache_parse() accepted it: on a
  * hit the agent walks its plan records (plan_cache_next_plan) where it
  * needs them instead of copying every plan into an array indexed by
