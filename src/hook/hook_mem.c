@@ -367,7 +367,8 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 {
 	for (int attempt = 0; attempt < 4; attempt++) {
 		if (m->maps_fresh == MEM_MAPS_STALE) {
-			int err = maps_load_text(&m->maps, &m->n_maps, &m->maps_text, &m->maps_text_len);
+			int err =
+			    maps_load_text(&m->maps, &m->n_maps, &m->maps_text, &m->maps_text_len);
 			if (err)
 				return err;
 			m->maps_fresh = MEM_MAPS_READ;
