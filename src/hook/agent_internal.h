@@ -588,7 +588,7 @@ struct agent_stage {
 /* Starts a block's window at used (attach: none, written in place). */
 void agent_stage_init(struct agent_stage *st, size_t used, struct hook_patch *undo);
 /* Writes the window's [lo, used) into blk; last: the undo entries too,
- * and the buffer freed. */
+ * and the buffer given back (kept for the next install). */
 void agent_stage_flush(struct agent_stage *st, uint8_t *blk, size_t used, bool last);
 /* Where the trampoline at blk + used is to be written (at most
  * HOOK_ARCH_MAX_TRAMPOLINE bytes). */

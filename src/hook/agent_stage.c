@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "agent_internal.h"
 
@@ -19,18 +20,34 @@
  * move, never at start-up) staged and copied by the kernel the same way. */
 #define AGENT_STAGE_UNDO 256
 
+/* The staging buffer: one for the process, mapped populated at the first
+ * install and kept (never unmapped), its trampoline part all zeros
+ * whenever no install is using it -- the alignment gaps between
+ * trampolines, as a fresh block holds them. A buffer per module, cleared
+ * at each start, was a page fault a page of it in every module's install
+ * (docs/benchmarks.md); the trampoline window is cleared instead as each
+ * flush empties it. Serialized: the installs, agent.lock held. */
+static uint8_t *agent_stage_buffer(void)
+{
+	static uint8_t *buf;
+	if (!buf) {
+		size_t len = AGENT_STAGE_BYTES + AGENT_STAGE_UNDO * sizeof(struct hook_patch);
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		buf = p == MAP_FAILED ? NULL : p;
+	}
+	return buf;
+}
+
 void agent_stage_init(struct agent_stage *st, size_t used, struct hook_patch *undo)
 {
 	/* ada attach moves threads into trampolines as they are made:
 	 * in place, as before. */
-	st->buf =
-	    agent.attached ? NULL : malloc(AGENT_STAGE_BYTES + AGENT_STAGE_UNDO * sizeof(*undo));
+	st->buf = agent.attached ? NULL : agent_stage_buffer();
 	st->lo = used;
 	st->undo = undo;
 	st->ubuf = st->buf ? (struct hook_patch *)(void *)(st->buf + AGENT_STAGE_BYTES) : NULL;
 	st->ubase = st->un = 0;
-	if (st->buf)
-		memset(st->buf, 0, AGENT_STAGE_BYTES); /* the alignment gaps, as mapped */
 }
 
 static void agent_stage_undo_flush(struct agent_stage *st)
@@ -62,12 +79,13 @@ void agent_stage_flush(struct agent_stage *st, uint8_t *blk, size_t used, bool l
 	if (n && !hook_mem_write_kernel(blk + st->lo, st->buf, n))
 		memcpy(blk + st->lo, st->buf, n);
 	st->lo = used;
+	/* Zeros again for the next window's gaps; at the last, the whole
+	 * window (a trampoline that failed half written left bytes past
+	 * used), for the next install's. */
+	memset(st->buf, 0, last ? AGENT_STAGE_BYTES : n);
 	if (last) {
 		agent_stage_undo_flush(st);
-		free(st->buf);
-		st->buf = NULL;
-	} else {
-		memset(st->buf, 0, n);
+		st->buf = NULL; /* agent_stage_buffer()'s, kept */
 	}
 }
 

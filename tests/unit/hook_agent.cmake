@@ -38,6 +38,13 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   target_link_libraries(test_agent_text PRIVATE ada_agent_core ada_hook_internal ${CMOCKA_LIBRARY})
   add_test(NAME agent_text COMMAND test_agent_text)
   ada_sanitize_tests(asan ubsan TESTS agent_text)
+  # Trampolines staged and copied into their block (agent_stage.c, the
+  # shared agent's: built into the test itself).
+  add_executable(test_agent_stage ${_ag}/test_agent_stage.c ${PROJECT_SOURCE_DIR}/src/hook/agent_stage.c)
+  target_include_directories(test_agent_stage PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_agent_stage PRIVATE ada_agent_core ada_hook_internal ${CMOCKA_LIBRARY})
+  add_test(NAME agent_stage COMMAND test_agent_stage)
+  ada_sanitize_tests(asan ubsan TESTS agent_stage)
   # The special functions by name (agent_special.c, the shared agent's:
   # built into the test itself).
   add_executable(test_agent_special ${_ag}/test_agent_special.c
