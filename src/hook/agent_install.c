@@ -780,7 +780,7 @@ static int install_apply(struct agent_module *m, struct hook_patch *patches,
 	m->n_pad = n_pad;
 	/* patches is sorted by address now; undo the same way, so the two
 	 * stay index for index (install_drop_busy()). */
-	if (sorted < np)
+	if (sorted < np && undo)
 		qsort(undo, np, sizeof(*undo), install_patch_cmp);
 	m->patch = patches;
 	m->undo = undo;
@@ -916,6 +916,17 @@ static void install_analyse_module(struct install_job *j)
 	m->ns_prepare = agent_now_ns() - t1;
 }
 
+/* Whether the patches and their original bytes are kept once applied:
+ * for what writes either back -- ada attach's detach and re-attach, and
+ * the overhead budget's moves. A started program recorded without a
+ * budget has neither: its arrays are not kept, and the original bytes
+ * not even copied (cc1's were 200 pages populated at every start,
+ * 26 000 entries; a fork copied the kept ones' page entries). */
+static bool install_keeps_patches(void)
+{
+	return agent.attached || agent.cfg.overhead_budget != 0;
+}
+
 /* Trampolines and patches of an analysed module; frees the job. The
  * patch arrays are allocated here, not with the plans: at start-up every
  * module's plans are kept until the last analysis ends, the patches
@@ -938,14 +949,15 @@ static int install_finish(struct install_job *j)
 		 * the padding's jumps are a few dozen of libc's 3 474 entries,
 		 * so its untouched pages are never faulted in (calloc cleared
 		 * all three, 330 KB of libc's, at every exec'd start). */
+		bool keep = install_keeps_patches();
 		j->patches = malloc(cap * sizeof(*j->patches));
-		j->undo = malloc(cap * sizeof(*j->undo));
+		j->undo = keep ? malloc(cap * sizeof(*j->undo)) : NULL;
 		j->pads = malloc(cap * sizeof(*j->pads));
-		if (j->patches && j->undo) {
+		if (j->patches)
 			ada_fs_populate(j->patches, cap * sizeof(*j->patches));
+		if (j->undo)
 			ada_fs_populate(j->undo, cap * sizeof(*j->undo));
-		}
-		if (!j->patches || !j->undo || !j->pads) {
+		if (!j->patches || (keep && !j->undo) || !j->pads) {
 			err = -ENOMEM;
 			install_patch_failed(m, err); /* as when the analysis had no memory */
 		}
@@ -967,8 +979,12 @@ static int install_finish(struct install_job *j)
 	if (err) {
 		agent_attach_unplace(m->lo, m->hi); /* its trampolines stay unused */
 		install_patch_failed(m, err);
-	} else
+	} else if (!install_keeps_patches()) {
+		m->patch = m->undo = m->pad = NULL; /* freed below: nothing writes them back */
+		m->n_patch = m->n_pad = 0;
+	} else {
 		j->patches = j->undo = j->pads = NULL; /* kept by m */
+	}
 out:
 	install_count(m);
 	agent_plans_free(&j->plans);

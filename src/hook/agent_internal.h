@@ -581,8 +581,9 @@ void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct agent_stage {
 	uint8_t *buf;
 	size_t lo;
-	struct hook_patch *undo, *ubuf;
+	struct hook_patch *undo, *ubuf; /* undo NULL: the original bytes are not kept */
 	size_t ubase, un;
+	struct hook_patch discard; /* where they go then */
 };
 
 /* Starts a block's window at used (attach: none, written in place). */

@@ -53,6 +53,8 @@ void agent_stage_init(struct agent_stage *st, size_t used, struct hook_patch *un
 static void agent_stage_undo_flush(struct agent_stage *st)
 {
 	size_t n = st->un * sizeof(*st->ubuf);
+	if (!st->undo)
+		return;
 	if (n && !hook_mem_write_kernel(st->undo + st->ubase, st->ubuf, n))
 		memcpy(st->undo + st->ubase, st->ubuf, n);
 	st->ubase += st->un;
@@ -62,6 +64,8 @@ static void agent_stage_undo_flush(struct agent_stage *st)
 /* Where undo entry np is to be written. */
 struct hook_patch *agent_stage_undo_at(struct agent_stage *st, size_t np)
 {
+	if (!st->undo)
+		return &st->discard;
 	if (!st->ubuf)
 		return &st->undo[np];
 	if (st->un == AGENT_STAGE_UNDO)
