@@ -36,7 +36,9 @@
  * private zero pages at its addresses, since a stopped thread may be in
  * the middle of an event), the range itself unmapped by a later attach
  * that finds no thread inside a hook. A later attach applies the kept
- * patches again (minus busy ones) into a new arena.
+ * patches again (minus busy ones) into a new arena (agent_uninstall and
+ * agent_reinstall, at the end of this file: an attached process keeps
+ * its patches and their original bytes, agent_install.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -358,5 +360,79 @@ ADA_AGENT_EXPORT int ada_agent_detach(void)
 	agent_keysym_attach(); /* no arena: the agent's own key-symbol set */
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
+	return err;
+}
+
+/* ---- the kept patches written back (detach) and again (re-attach) ---- */
+
+int agent_uninstall(void)
+{
+	int err = 0;
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		int e = m->gone || !m->n_patch ? 0 : hook_patch_apply(m->undo, m->n_patch);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+/* The function of m at address addr becomes ADA_SKIP_BUSY_AT_ATTACH. */
+static void attach_mark_busy(struct agent_module *m, uint64_t addr)
+{
+	for (size_t i = 0; i < m->st.count; i++)
+		if (m->base + m->st.fns[i].offset == addr && m->st.fns[i].status == ADA_HOOK_OK)
+			m->st.fns[i].status = ADA_SKIP_BUSY_AT_ATTACH;
+}
+
+/* A kept patch a stopped thread is inside of: may it be applied again
+ * with the thread moved into its trampoline? The plan is decoded again
+ * from the original bytes (the prologue decode the trampoline was made
+ * from; hook_arch_moved_pc() checks the trampoline's bytes against it). */
+static bool attach_replace(const struct hook_patch *p, const struct hook_patch *u)
+{
+	struct hook_arch_plan plan;
+	if (hook_arch_prepare_prologue(u->bytes, u->addr, u->len, &plan) != ADA_HOOK_OK ||
+	    plan.patch_len != u->len)
+		return false;
+	uint64_t tramp = hook_arch_patch_target(&plan, p->bytes);
+	return tramp && agent_attach_place(&plan, tramp);
+}
+
+/* Keeps the patches that no stopped thread is inside of, or whose
+ * threads inside can be moved (in place: a busy function stays unhooked
+ * for good, as at the first attach). */
+static size_t attach_drop_busy(struct agent_module *m)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < m->n_patch; i++) {
+		if (agent_attach_busy(m->patch[i].addr, m->patch[i].len) &&
+		    !attach_replace(&m->patch[i], &m->undo[i])) {
+			attach_mark_busy(m, m->patch[i].addr);
+			continue;
+		}
+		m->patch[k] = m->patch[i];
+		m->undo[k++] = m->undo[i]; /* index for index (install_apply()) */
+	}
+	return k;
+}
+
+int agent_reinstall(void)
+{
+	int err = 0;
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		if (m->gone || !m->n_patch)
+			continue;
+		m->n_patch = attach_drop_busy(m);
+		/* The padding's jumps are still there unless the image was
+		 * written meanwhile: applied first again, as at the install. */
+		int e = hook_patch_apply_pair(NULL, m->pad, m->n_pad, m->patch, m->n_patch);
+		if (e)
+			agent_attach_unplace(m->lo, m->hi);
+		if (e && !err)
+			err = e;
+		agent_install_count(m);
+	}
 	return err;
 }

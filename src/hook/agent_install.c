@@ -583,7 +583,7 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 	return np;
 }
 
-static void install_count(struct agent_module *m)
+void agent_install_count(struct agent_module *m)
 {
 	m->installed = 0;
 	memset(m->skipped, 0, sizeof(m->skipped));
@@ -788,78 +788,6 @@ static int install_apply(struct agent_module *m, struct hook_patch *patches,
 	return 0;
 }
 
-int agent_uninstall(void)
-{
-	int err = 0;
-	for (size_t i = 0; i < agent.n_mods; i++) {
-		struct agent_module *m = &agent.mods[i];
-		int e = m->gone || !m->n_patch ? 0 : hook_patch_apply(m->undo, m->n_patch);
-		if (e && !err)
-			err = e;
-	}
-	return err;
-}
-
-/* The function of m at address addr becomes ADA_SKIP_BUSY_AT_ATTACH. */
-static void install_mark_busy(struct agent_module *m, uint64_t addr)
-{
-	for (size_t i = 0; i < m->st.count; i++)
-		if (m->base + m->st.fns[i].offset == addr && m->st.fns[i].status == ADA_HOOK_OK)
-			m->st.fns[i].status = ADA_SKIP_BUSY_AT_ATTACH;
-}
-
-/* A kept patch a stopped thread is inside of: may it be applied again
- * with the thread moved into its trampoline? The plan is decoded again
- * from the original bytes (the prologue decode the trampoline was made
- * from; hook_arch_moved_pc() checks the trampoline's bytes against it). */
-static bool install_replace(const struct hook_patch *p, const struct hook_patch *u)
-{
-	struct hook_arch_plan plan;
-	if (hook_arch_prepare_prologue(u->bytes, u->addr, u->len, &plan) != ADA_HOOK_OK ||
-	    plan.patch_len != u->len)
-		return false;
-	uint64_t tramp = hook_arch_patch_target(&plan, p->bytes);
-	return tramp && agent_attach_place(&plan, tramp);
-}
-
-/* Keeps the patches that no stopped thread is inside of, or whose
- * threads inside can be moved (in place: a busy function stays unhooked
- * for good, as at the first attach). */
-static size_t install_drop_busy(struct agent_module *m)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < m->n_patch; i++) {
-		if (agent_attach_busy(m->patch[i].addr, m->patch[i].len) &&
-		    !install_replace(&m->patch[i], &m->undo[i])) {
-			install_mark_busy(m, m->patch[i].addr);
-			continue;
-		}
-		m->patch[k] = m->patch[i];
-		m->undo[k++] = m->undo[i]; /* index for index (install_apply()) */
-	}
-	return k;
-}
-
-int agent_reinstall(void)
-{
-	int err = 0;
-	for (size_t i = 0; i < agent.n_mods; i++) {
-		struct agent_module *m = &agent.mods[i];
-		if (m->gone || !m->n_patch)
-			continue;
-		m->n_patch = install_drop_busy(m);
-		/* The padding's jumps are still there unless the image was
-		 * written meanwhile: applied first again, as at the install. */
-		int e = hook_patch_apply_pair(NULL, m->pad, m->n_pad, m->patch, m->n_patch);
-		if (e)
-			agent_attach_unplace(m->lo, m->hi);
-		if (e && !err)
-			err = e;
-		install_count(m);
-	}
-	return err;
-}
-
 /* One module between its analysis and its patches (install_new()). */
 struct install_job {
 	size_t mod; /* index in agent.mods (which may move while others are added) */
@@ -986,7 +914,7 @@ static int install_finish(struct install_job *j)
 		j->patches = j->undo = j->pads = NULL; /* kept by m */
 	}
 out:
-	install_count(m);
+	agent_install_count(m);
 	agent_plans_free(&j->plans);
 	free(j->patches);
 	free(j->undo);

@@ -644,12 +644,15 @@ int agent_write_files_at_exit(void);
  * know yet, forgets those gone. Returns the index of the first new module
  * in agent.mods. Caller holds agent.lock and the guard. */
 size_t agent_scan(void);
-/* ada attach (caller holds agent.lock and the guard): restores every
+/* ada attach (agent_attach.c; caller holds agent.lock and the guard): restores every
  * module's original entry bytes (detach), or applies the kept patches
  * again, leaving out those agent_attach_busy() names (a second attach).
  * 0 or the first -errno. */
 int agent_uninstall(void);
 int agent_reinstall(void);
+/* m's installed and skipped counts from its functions' statuses
+ * (agent_install.c). */
+void agent_install_count(struct agent_module *m);
 /* Sets up the shared return trampoline. 0 or -errno. */
 int agent_make_return_trampoline(void);
 
