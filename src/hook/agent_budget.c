@@ -451,7 +451,7 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 	 * prologue the padding's jmp does not return behind. */
 	const struct hook_patch *undo = pad || !m->undo ? NULL : &m->undo[p - m->patch];
 	if (undo && (undo->addr != p->addr || undo->len != p->len))
-		undo = NULL; /* index for index (install_emit, install_drop_busy); checked */
+		undo = NULL; /* index for index (install_emit, attach_drop_busy); checked */
 	uint8_t *blk = NULL;
 	if (hook_mem_alloc(agent.mem, m->id, m->lo, m->hi,
 	                   undo ? HOOK_ARCH_COUNT_INLINE_MAX : HOOK_ARCH_COUNT_BLOCK_MAX, &blk))

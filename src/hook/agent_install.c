@@ -779,7 +779,7 @@ static int install_apply(struct agent_module *m, struct hook_patch *patches,
 	m->pad = pads;
 	m->n_pad = n_pad;
 	/* patches is sorted by address now; undo the same way, so the two
-	 * stay index for index (install_drop_busy()). */
+	 * stay index for index (agent_attach.c's attach_drop_busy()). */
 	if (sorted < np && undo)
 		qsort(undo, np, sizeof(*undo), install_patch_cmp);
 	m->patch = patches;
@@ -863,6 +863,7 @@ static int install_finish(struct install_job *j)
 {
 	struct agent_module *m = &agent.mods[j->mod];
 	int err = j->err;
+	bool keep = install_keeps_patches();
 	if (!j->analysed)
 		return err;
 	if (!err) {
@@ -877,7 +878,6 @@ static int install_finish(struct install_job *j)
 		 * the padding's jumps are a few dozen of libc's 3 474 entries,
 		 * so its untouched pages are never faulted in (calloc cleared
 		 * all three, 330 KB of libc's, at every exec'd start). */
-		bool keep = install_keeps_patches();
 		j->patches = malloc(cap * sizeof(*j->patches));
 		j->undo = keep ? malloc(cap * sizeof(*j->undo)) : NULL;
 		j->pads = malloc(cap * sizeof(*j->pads));
@@ -907,7 +907,7 @@ static int install_finish(struct install_job *j)
 	if (err) {
 		agent_attach_unplace(m->lo, m->hi); /* its trampolines stay unused */
 		install_patch_failed(m, err);
-	} else if (!install_keeps_patches()) {
+	} else if (!keep) {
 		m->patch = m->undo = m->pad = NULL; /* freed below: nothing writes them back */
 		m->n_patch = m->n_pad = 0;
 	} else {

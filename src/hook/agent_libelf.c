@@ -5,8 +5,8 @@
  * Why: an exec'd image whose symbol tables and plans are all cached never
  * calls libelf, yet linked in, libelf and its libz were mapped, relocated
  * and bound in every process the agent starts in, a part of each exec'd
- * child's CPU (docs/benchmarks.md, "libelf loaded at the first ELF
- * read"). The
+ * child's CPU (docs/benchmarks.md, "An exec'd child's start-up, part
+ * by part"). The
  * functions the agent calls are defined here under libelf's own names
  * (hidden: the agent's archives bind to them, nothing else can see them),
  * each calling through a pointer bound by dlopen/dlvsym at the first

@@ -473,8 +473,8 @@ int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
 	 * write -- as `sudo -E` passes it -- is never read. Read, not
 	 * mapped: private memory from here on, every walk reads the same
 	 * bytes whatever happens to the file (populated in one call, then
-	 * read: docs/benchmarks.md, "Cache files read, not copied into a
-	 * memfd"). */
+	 * read: docs/benchmarks.md, "An exec'd child's start-up, part by
+	 * part"). */
 	int err = ada_fs_read_private(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
 	                              NULL, &buf, &got);
 	if (!err)

@@ -19,36 +19,14 @@ The agent itself needs neither at load (no DT_NEEDED for libelf).
 Exit 0 = pass, 1 = fail (the work directory is kept and printed).
 """
 import argparse
-import glob
-import json
 import os
 import shutil
 import subprocess
 import sys
 
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def record(ada, work, tag, cache, argv):
-    out = os.path.join(work, "out-" + tag)
-    env = dict(os.environ, XDG_CACHE_HOME=cache)
-    env.pop("ADA_PLAN_CACHE", None)
-    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out, "--"] + argv,
-                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=120)
-    check(p.returncode == 0, "%s: ada record exit %d\n%s" % (tag, p.returncode,
-                                                          p.stderr.decode(errors="replace")))
-    pids = glob.glob(os.path.join(out, "session_*", "pid_*"))
-    check(len(pids) == 1, "%s: want one process, found %r" % (tag, pids))
-    with open(os.path.join(pids[0], "agent.json")) as f:
-        return json.load(f)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# One recording with a plan cache, its agent.json read (beside this file).
+from coldstart_test import Fail, check, record  # noqa: E402
 
 
 def agent_libs(agent):
@@ -81,7 +59,7 @@ def main():
         check(d.returncode == 0 and "libelf" not in d.stdout,
               "the agent still needs libelf at load:\n%s" % d.stdout)
 
-        cold = record(a.ada, work, "cold", cache, argv)
+        cold, _ = record(a.ada, work, "cold", cache, argv, opts=())
         check(all(m.get("symtab_cache") == "miss" for m in cold["modules"]
                   if not m["path"].endswith(lib)),
               "cold: a symbol table was cached already: %r" %
@@ -95,7 +73,7 @@ def main():
         dl = module_named(cold, lib)
         check(dl and dl[-1]["installed"] > 0, "cold: %s not hooked: %r" % (lib, dl))
 
-        warm = record(a.ada, work, "warm", cache, argv)
+        warm, _ = record(a.ada, work, "warm", cache, argv, opts=())
         check(all(m.get("symtab_cache") == "hit" for m in warm["modules"]),
               "warm: a symbol table missed the cache: %r" %
               [(m["path"], m.get("symtab_cache")) for m in warm["modules"]])

@@ -70,6 +70,21 @@ static void expect(struct agent_text *t, const struct hook_arch_memview *mv,
 	assert_int_equal(agent_text_fits(t, mv, pl, (unsigned)pl->patch_len), want);
 }
 
+/* Opens the start-up window for a test of the file check, or removes
+ * the test's files (pb may be NULL) and skips it: under a seccomp filter
+ * the check reads memory only. */
+static void window_or_skip(const char *pa, const char *pb)
+{
+	hook_seccomp_window(true);
+	if (hook_no_seccomp())
+		return;
+	hook_seccomp_window(false);
+	unlink(pa);
+	if (pb)
+		unlink(pb);
+	skip();
+}
+
 static void test_text_fits(void **state)
 {
 	(void)state;
@@ -84,12 +99,7 @@ static void test_text_fits(void **state)
 	p[150 * pg + 65] ^= 0xff;
 	assert_int_equal(mprotect(p + 150 * pg, (size_t)pg, PROT_READ | PROT_EXEC), 0);
 
-	hook_seccomp_window(true);
-	if (!hook_no_seccomp()) {
-		hook_seccomp_window(false);
-		unlink(path);
-		skip(); /* under a seccomp filter the check reads memory only */
-	}
+	window_or_skip(path, NULL);
 	struct agent_text t;
 	agent_text_open(&t, (uint64_t)(uintptr_t)p + 100);
 	assert_true(t.fd >= 0);
@@ -179,13 +189,7 @@ static void test_text_buffer_kept(void **state)
 	uint8_t x = (uint8_t)(b[2 * pg + 9] ^ 0x5a);
 	assert_int_equal(pwrite(fd, &x, 1, 2 * pg + 9), 1);
 	close(fd);
-	hook_seccomp_window(true);
-	if (!hook_no_seccomp()) {
-		hook_seccomp_window(false);
-		unlink(pa);
-		unlink(pb);
-		skip();
-	}
+	window_or_skip(pa, pb);
 	struct hook_arch_region ra = {(uint64_t)(uintptr_t)a, TEXT_N * (uint64_t)pg, a};
 	struct hook_arch_region rb = {(uint64_t)(uintptr_t)b, TEXT_N * (uint64_t)pg, b};
 	struct hook_arch_memview mva = {&ra, 1}, mvb = {&rb, 1};
@@ -225,6 +229,7 @@ static void test_text_maps_from_snapshot(void **state)
 	long pg = sysconf(_SC_PAGESIZE);
 	char pa[64], pb[64];
 	uint8_t *a = text_file(pg, pa), *blk;
+	window_or_skip(pa, NULL);
 	assert_int_equal(hook_mem_new(&agent.mem), 0);
 	assert_int_equal(hook_mem_alloc(agent.mem, 3, (uint64_t)(uintptr_t)a,
 	                                (uint64_t)(uintptr_t)a + 4096, 64, &blk),
@@ -235,15 +240,6 @@ static void test_text_maps_from_snapshot(void **state)
 	assert_non_null(memmem(text, len, pa, strlen(pa)));
 	uint8_t *b = text_file(pg, pb); /* after the snapshot */
 	assert_null(memmem(text, len, pb, strlen(pb)));
-	hook_seccomp_window(true);
-	if (!hook_no_seccomp()) {
-		hook_seccomp_window(false);
-		hook_mem_free(agent.mem);
-		agent.mem = NULL;
-		unlink(pa);
-		unlink(pb);
-		skip();
-	}
 	struct hook_arch_region ra = {(uint64_t)(uintptr_t)a, TEXT_N * (uint64_t)pg, a};
 	struct hook_arch_region rb = {(uint64_t)(uintptr_t)b, TEXT_N * (uint64_t)pg, b};
 	struct hook_arch_memview mva = {&ra, 1}, mvb = {&rb, 1};
