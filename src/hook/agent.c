@@ -264,9 +264,12 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	             ", \"files_us\": %" PRIu64,
 	             m->ns_cache_load / 1000, m->ns_verdicts / 1000, m->ns_files / 1000);
 	static const char *const cache_names[] = {"off", "hit", "miss"};
-	agent_printf(
-	    f, ", \"plan_cache\": \"%s\", \"symtab_cache\": \"%s\", \"analysis_threads\": %d}",
-	    cache_names[m->cache], cache_names[m->symcache], m->par ? 2 : 1);
+	static const char *const stext_names[] = {"patched", "shared", "written"};
+	agent_printf(f,
+	             ", \"plan_cache\": \"%s\", \"symtab_cache\": \"%s\", \"text\": \"%s\", "
+	             "\"analysis_threads\": %d}",
+	             cache_names[m->cache], cache_names[m->symcache], stext_names[m->stext],
+	             m->par ? 2 : 1);
 }
 
 /* The plan cache's and the symbol-table cache's counts over the modules. */
@@ -289,6 +292,15 @@ static void agent_json_caches(FILE *f)
 	             ", \"off\": %" PRIu64 ", \"refused\": %" PRIu64 "}",
 	             sym[AGENT_CACHE_HIT], sym[AGENT_CACHE_MISS], sym[AGENT_CACHE_OFF],
 	             agent.symcache_refused);
+	const uint64_t *w = agent.stext_why;
+	agent_printf(
+	    f,
+	    ",\n  \"shared_text\": {\"mapped\": %" PRIu64 ", \"written\": %" PRIu64
+	    ", \"off\": %" PRIu64 ", \"unplaced\": %" PRIu64 ", \"unchecked\": %" PRIu64
+	    ", \"written_on\": %" PRIu64 ", \"refused\": %" PRIu64 ", \"failed\": %" PRIu64 "}",
+	    agent.stext_mapped, agent.stext_written, w[AGENT_STEXT_WHY_OFF],
+	    w[AGENT_STEXT_WHY_UNPLACED], w[AGENT_STEXT_WHY_UNCHECKED],
+	    w[AGENT_STEXT_WHY_WRITTEN_ON], w[AGENT_STEXT_WHY_REFUSED], w[AGENT_STEXT_WHY_FAILED]);
 }
 
 static void agent_json_tail(FILE *f);

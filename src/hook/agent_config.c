@@ -177,6 +177,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_bool(v, vlen, &cfg->defaults);
 	if (config_key_is(k, klen, "cache"))
 		return config_bool(v, vlen, &cfg->cache);
+	if (config_key_is(k, klen, "shared-text"))
+		return config_bool(v, vlen, &cfg->shared_text);
 	if (config_key_is(k, klen, "fde"))
 		return config_bool(v, vlen, &cfg->need_fde);
 	if (config_key_is(k, klen, "pad"))
@@ -212,6 +214,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	cfg->follow = true;
 	cfg->defaults = true;
 	cfg->cache = true;
+	cfg->shared_text = true;
 	cfg->need_fde = true;
 	cfg->pad = true;
 	cfg->count_gs = true;

@@ -772,7 +772,7 @@ static int install_apply(struct agent_module *m, struct hook_patch *patches,
 	/* The padding's jumps first: no entry jumps to one before it is
 	 * there (the agent's own calls between two writes, other threads in
 	 * a dlopen rescan); one mprotect pair for both (hook_mem.h). */
-	int err = install_startup ? agent_text_apply(pads, n_pad, patches, np)
+	int err = install_startup ? agent_text_apply(m, pads, n_pad, patches, np)
 	                          : hook_patch_apply_pair(NULL, pads, n_pad, patches, np);
 	if (err)
 		return err;

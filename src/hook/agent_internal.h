@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "hook.h"
@@ -385,6 +386,9 @@ void agent_dl_changed(void);
 
 /* What the plan cache did for a module (plancache_internal.h). */
 enum agent_cache_use { AGENT_CACHE_OFF = 0, AGENT_CACHE_HIT, AGENT_CACHE_MISS };
+/* A module's text (agent_sharedtext.c): not shared, a patched copy mapped
+ * over it, or patched here and a copy written for the next process. */
+enum agent_stext_use { AGENT_STEXT_NONE = 0, AGENT_STEXT_MAPPED, AGENT_STEXT_WRITTEN };
 
 /* One hooked image. */
 struct agent_module {
@@ -427,6 +431,10 @@ struct agent_module {
 	size_t n_pad;
 	/* Functions patched in the far form (arm64, agent_far.c). */
 	size_t n_far;
+	/* Its trampoline block at the shared-text place (stext_block), and
+	 * what became of its text (agent_sharedtext.c). */
+	bool stext_block;
+	enum agent_stext_use stext;
 };
 
 /* The far patch form (agent_far.c; arm64 only). block: m's trampoline
@@ -496,6 +504,10 @@ struct agent_state {
 	uint64_t symcache_refused;   /* symbol-table cache files there but not used */
 	uint64_t cache_decoded;      /* functions decoded again on a cache hit */
 	uint64_t cache_file_checked; /* cached plans checked against the file (agent_text.c) */
+	/* Shared patched text (agent_sharedtext.c): modules whose text a copy
+	 * replaced, whose copy was written, and those that were not shared,
+	 * by reason (stext_why, AGENT_STEXT_WHY_*). */
+	uint64_t stext_mapped, stext_written, stext_why[6];
 	/* The start-up scan's analysis may take a helper thread (no patch
 	 * exists yet); par_fallback: modules analysed on one thread because
 	 * the helper could not be created. */
@@ -606,6 +618,9 @@ struct agent_text {
 	uint64_t wlo, whi;   /* the window [wlo, whi) read into buf */
 	uint64_t file;       /* bit q: the window's page q holds the file's bytes */
 	uint8_t *buf;
+	bool x;         /* the mapping is executable */
+	struct stat st; /* the file's, when fd is open */
+	char name[256]; /* the file's name (its path's last part) */
 };
 /* Opens the check for the mapping that holds addr: in the start-up scan
  * only (hook_no_seccomp; not attached), and only when that mapping is a
@@ -622,7 +637,43 @@ bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
  * image's file behind the first patch's mapping (agent_text_open's
  * checks) as the source of the pages written whole
  * (hook_patch_apply_pair_file); without it as before. */
-int agent_text_apply(struct hook_patch *pads, size_t n_pad, struct hook_patch *patches, size_t np);
+int agent_text_apply(struct agent_module *m, struct hook_patch *pads, size_t n_pad,
+                     struct hook_patch *patches, size_t np);
+
+/* agent_sharedtext.c: an image's patched text shared by every process that
+ * patches it the same way (docs/hooks.md, "Shared patched text"). */
+enum {
+	AGENT_STEXT_WHY_OFF,        /* no cache directory, turned off, not x86_64 */
+	AGENT_STEXT_WHY_UNPLACED,   /* the block's place was taken */
+	AGENT_STEXT_WHY_UNCHECKED,  /* the text's file could not be opened and checked */
+	AGENT_STEXT_WHY_WRITTEN_ON, /* a page of the text is the process's own copy */
+	AGENT_STEXT_WHY_REFUSED,    /* a copy there, not trusted or not this patching */
+	AGENT_STEXT_WHY_FAILED,     /* the copy could not be written or mapped */
+};
+/* m's trampoline block of cap bytes at the shared-text place, when this
+ * is the start-up scan and sharing is on: true with *blk, else false and
+ * the caller places it as before. */
+bool agent_stext_block(struct agent_module *m, size_t cap, uint8_t **blk);
+/* One module's text between its patches and its copy. */
+struct agent_stext {
+	struct agent_module *m;
+	struct agent_text *t;
+	const struct hook_patch *pads, *patches;
+	size_t n_pad, np;
+	bool ok;                /* the text may be shared: map or store */
+	char key[NAME_MAX + 1]; /* the copy's directory's name */
+	char path[PATH_MAX];    /* the copy's */
+};
+/* Whether m's text (t open on it, the patches sorted) may be shared; sx
+ * gets its copy's path. */
+bool agent_stext_begin(struct agent_stext *sx, struct agent_module *m, struct agent_text *t,
+                       const struct hook_patch *pads, size_t n_pad,
+                       const struct hook_patch *patches, size_t np);
+/* The copy mapped over the text: true, or false and nothing changed. */
+bool agent_stext_map(struct agent_stext *sx);
+/* After the patches were written here: the copy written for the next
+ * process. Best effort (counted). */
+void agent_stext_store(struct agent_stext *sx);
 
 uint64_t agent_now_ns(void);
 /* Writes pid_<getpid()>/module_<id>.syms for each module with written == false

@@ -62,6 +62,7 @@ struct text_map {
 	uint64_t lo, hi, off;
 	dev_t dev;
 	ino_t ino;
+	bool x; /* executable */
 	char *path;
 };
 static struct {
@@ -105,7 +106,8 @@ static bool text_maps_line(char *line)
 	    perms[0] != 'r' || perms[3] != 'p' || !in || line[at] != '/')
 		return true;
 	line[at + strcspn(line + at, "\n")] = 0;
-	struct text_map m = {a, b, o, makedev(mj, mn), (ino_t)in, strdup(line + at)};
+	struct text_map m = {
+	    a, b, o, makedev(mj, mn), (ino_t)in, perms[2] == 'x', strdup(line + at)};
 	bool ok = m.path && text_maps_add(&m);
 	if (!ok)
 		free(m.path);
@@ -167,13 +169,12 @@ static const struct text_map *text_maps_find(uint64_t addr)
 	return NULL;
 }
 
-/* The mapping of /proc/self/maps that holds addr: [*lo, *hi), its file
- * offset, device and inode, and its path into path[cap]. false when none
- * holds it, it is not a private readable file mapping, or its path does
- * not fit. A miss in the list read earlier in this window reads it
- * again once (a mapping made since: a test's). */
-static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *off, dev_t *dev,
-                         ino_t *ino, char *path, size_t cap)
+/* The mapping of /proc/self/maps that holds addr into *out (its path
+ * member NULL) and its path into path[cap]. false when none holds it, it
+ * is not a private readable file mapping, or its path does not fit. A
+ * miss in the list read earlier in this window reads it again once (a
+ * mapping made since: a test's). */
+static bool text_mapping(uint64_t addr, struct text_map *out, char *path, size_t cap)
 {
 	uint64_t gen = hook_seccomp_window_gen();
 	bool listed = text_maps.gen == gen && gen;
@@ -184,7 +185,8 @@ static bool text_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, uint64_t *of
 	if (!m || strlen(m->path) >= cap)
 		return false;
 	strcpy(path, m->path);
-	*lo = m->lo, *hi = m->hi, *off = m->off, *dev = m->dev, *ino = m->ino;
+	*out = *m;
+	out->path = NULL;
 	return true;
 }
 
@@ -211,23 +213,24 @@ static uint8_t *text_buf(uint64_t pg)
 void agent_text_open(struct agent_text *t, uint64_t addr)
 {
 	char path[PATH_MAX];
-	dev_t dev;
-	ino_t ino;
-	struct stat st;
+	struct text_map tm;
 	memset(t, 0, sizeof(*t));
 	t->fd = t->pm = -1;
 	t->pg = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (!hook_no_seccomp() || agent.attached ||
-	    !text_mapping(addr, &t->lo, &t->hi, &t->off, &dev, &ino, path, sizeof(path)))
+	if (!hook_no_seccomp() || agent.attached || !text_mapping(addr, &tm, path, sizeof(path)))
 		return;
+	t->lo = tm.lo, t->hi = tm.hi, t->off = tm.off, t->x = tm.x;
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	if (strlen(name) < sizeof(t->name))
+		memcpy(t->name, name, strlen(name) + 1);
 	/* O_NONBLOCK: a FIFO put at the path since must not hold start-up
 	 * (it is then refused as not the regular file mapped). */
 	t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	t->pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	t->buf = text_buf(t->pg);
 	/* The file mapped, not one that took its name since. */
-	if (t->fd < 0 || t->pm < 0 || !t->buf || fstat(t->fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_ino != ino || st.st_dev != dev)
+	if (t->fd < 0 || t->pm < 0 || !t->buf || fstat(t->fd, &t->st) || !S_ISREG(t->st.st_mode) ||
+	    t->st.st_ino != tm.ino || t->st.st_dev != tm.dev)
 		agent_text_close(t);
 }
 
@@ -303,13 +306,23 @@ bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
 	return plan_cache_fits(&fv, plan, patch_len);
 }
 
-int agent_text_apply(struct hook_patch *pads, size_t n_pad, struct hook_patch *patches, size_t np)
+int agent_text_apply(struct agent_module *m, struct hook_patch *pads, size_t n_pad,
+                     struct hook_patch *patches, size_t np)
 {
 	struct agent_text t;
+	struct agent_stext sx;
 	agent_text_open(&t, np ? patches[0].addr : n_pad ? pads[0].addr : 0);
+	/* A copy of this very text patched as here, mapped over it: nothing
+	 * to write (agent_sharedtext.c). */
+	if (agent_stext_begin(&sx, m, &t, pads, n_pad, patches, np) && agent_stext_map(&sx)) {
+		agent_text_close(&t);
+		return 0;
+	}
 	struct hook_patch_file src = {t.fd, t.lo, t.hi, t.off, t.buf, AGENT_TEXT_PAGES};
 	int err = hook_patch_apply_pair_file(agent.mem, t.fd >= 0 ? &src : NULL, pads, n_pad,
 	                                     patches, np);
+	if (!err)
+		agent_stext_store(&sx);
 	agent_text_close(&t);
 	return err;
 }

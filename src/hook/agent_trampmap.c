@@ -282,7 +282,10 @@ int agent_block_alloc(struct agent_module *m, size_t used, size_t n_cand, bool c
 	    counts ? czone + line + n_cand * ((HOOK_ARCH_COUNT_INLINE_MAX + line - 1) & ~(line - 1))
 	           : czone;
 	memset(z, 0, sizeof(*z));
-	int err = agent_far_block(agent.mem, m, cap, &z->blk, &z->far);
+	/* At the shared-text place when it can be (agent_sharedtext.c). */
+	int err = agent_stext_block(m, cap, &z->blk)
+	              ? 0
+	              : agent_far_block(agent.mem, m, cap, &z->blk, &z->far);
 	if (err) {
 		z->blk = NULL;
 		return err;

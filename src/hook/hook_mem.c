@@ -457,6 +457,40 @@ int hook_mem_alloc_in(struct hook_mem *m, uint32_t module_id, uint64_t wlo, uint
 	return 0;
 }
 
+int hook_mem_alloc_at(struct hook_mem *m, uint32_t module_id, uint64_t at, size_t len,
+                      uint8_t **out)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	size_t size = (size_t)((len + pg - 1) & ~(pg - 1));
+	if (len == 0 || len > (64u << 20) || (at & (pg - 1)) || at < MEM_VA_LOW ||
+	    at > MEM_VA_HIGH - size)
+		return -EINVAL;
+	void *p = mmap((void *)at, size, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;   /* nothing changed: the snapshot holds */
+	if ((uint64_t)p != at) { /* taken as a hint (before Linux 4.17): not there */
+		munmap(p, size);
+		return -EEXIST;
+	}
+	bool snapshot = m->maps_fresh != MEM_MAPS_STALE;
+	m->maps_fresh = MEM_MAPS_STALE; /* until the new region is in it */
+	int err = mem_dir_mark(at, size, true);
+	if (!err)
+		err = mem_add_region(m, at, size, module_id);
+	if (err) {
+		mem_dir_mark(at, size, false);
+		munmap(p, size);
+		return err;
+	}
+	if (snapshot && mem_snapshot_insert(m, at, size) == 0)
+		m->maps_fresh = MEM_MAPS_KEPT;
+	struct mem_region *r = &m->regions[m->n_regions - 1];
+	r->used = (len + 15) & ~(size_t)15;
+	*out = (uint8_t *)at;
+	return 0;
+}
+
 int hook_mem_seal(struct hook_mem *m)
 {
 	for (size_t i = 0; i < m->n_regions; i++) {

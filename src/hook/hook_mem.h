@@ -50,6 +50,14 @@ int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t
 int hook_mem_alloc_in(struct hook_mem *m, uint32_t module_id, uint64_t wlo, uint64_t whi,
                       uint64_t near, size_t len, uint8_t **out);
 
+/* A new region of len bytes for module_id exactly at at (page-aligned),
+ * placed with MAP_FIXED_NOREPLACE: -EEXIST when something is there,
+ * -EINVAL when it does not fit the address space. For a block whose place
+ * relative to its module must be the same in every process
+ * (agent_sharedtext.c); the caller checks the patch's reach. */
+int hook_mem_alloc_at(struct hook_mem *m, uint32_t module_id, uint64_t at, size_t len,
+                      uint8_t **out);
+
 /* Makes every region written since the last seal read+execute (no RWX is
  * left behind) and closes them to further allocation. -errno of mprotect. */
 int hook_mem_seal(struct hook_mem *m);

@@ -282,6 +282,13 @@ ada_e2e_test(e2e.cold_start coldstart_test.py NO_SKIP WORK ${CMAKE_BINARY_DIR}/i
 ada_e2e_test(e2e.lazy_libelf lazy_libelf_test.py NO_SKIP
              WORK ${CMAKE_BINARY_DIR}/itest-work/lazy_libelf
              ARGS -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+# Shared patched text: a copy of each patched text written cold and mapped
+# warm, the same bytes in memory either way; a zeroed, changed, truncated
+# or group-writable copy refused and written again; exact counts of a fork
+# + exec tree cold and warm (agent_sharedtext.c).
+ada_e2e_test(e2e.shared_text shared_text_test.py NO_SKIP
+             WORK ${CMAKE_BINARY_DIR}/itest-work/shared_text
+             ARGS -- ${T}/t_textsum_O2 ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 # The program clears or replaces its environment, then dlopens and forks
 # (issue 14: nginx's workers): the library is hooked, the child recorded.
 # Children started with an explicit environment that lacks LD_PRELOAD and

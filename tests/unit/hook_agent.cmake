@@ -33,7 +33,8 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   ada_sanitize_tests(asan ubsan TESTS agent_far)
   # A plan cache hit's check read from the file (agent_text.c, the shared
   # agent's: built into the test itself).
-  add_executable(test_agent_text ${_ag}/test_agent_text.c ${PROJECT_SOURCE_DIR}/src/hook/agent_text.c)
+  add_executable(test_agent_text ${_ag}/test_agent_text.c ${PROJECT_SOURCE_DIR}/src/hook/agent_text.c
+    ${PROJECT_SOURCE_DIR}/src/hook/agent_sharedtext.c)
   target_include_directories(test_agent_text PRIVATE ${CMOCKA_INCLUDE_DIR})
   target_link_libraries(test_agent_text PRIVATE ada_agent_core ada_hook_internal ${CMOCKA_LIBRARY})
   add_test(NAME agent_text COMMAND test_agent_text)

@@ -193,6 +193,11 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
  *   defaults=0|1                    apply the default exclude list (default 1)
  *   cache=0|1                       use the per-build-id plan cache (default 1;
  *                                   docs/hooks.md, "Plan cache")
+ *   shared-text=0|1                 map a patched copy of each image's text
+ *                                   kept beside the plan cache instead of
+ *                                   patching it in place (default 1; needs
+ *                                   the cache; docs/hooks.md, "Shared
+ *                                   patched text")
  *   fde=0|1                         leave functions without an .eh_frame FDE
  *                                   unhooked in images that have FDEs (default 1;
  *                                   docs/hooks.md, no_unwind_info)
@@ -214,6 +219,7 @@ struct ada_hook_config {
 	bool follow;
 	bool defaults;
 	bool cache;
+	bool shared_text;
 	bool need_fde;
 	bool pad;
 	/* Threads for the start-up analysis (1 or 2): a second thread

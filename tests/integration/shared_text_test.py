@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Shared patched text (agent_sharedtext.c; docs/hooks.md "Shared patched text").
+
+  shared_text_test.py --ada ADA --work DIR -- TEXTSUM FORK EXEC_CHILD
+
+TEXTSUM (tests/targets/t_textsum.c) prints its own text's and libc's
+mapping path and a hash of their bytes in memory, patches included.
+With one plan cache (XDG_CACHE_HOME under DIR):
+  1. cold: each hooked module's text is patched in place and a copy
+     written (agent.json modules[].text "written");
+  2. warm: every hooked module maps its copy ("shared"; /proc/self/maps
+     names the copy in the cache), and the bytes in memory are the cold
+     run's, byte for byte (the same hashes);
+  3. a copy zeroed (as a crash before its blocks reached the disk would
+     leave it), one with a byte of a patch changed, one truncated, one
+     the group may write: each refused (shared_text.refused), the text
+     patched in place, the same hashes, the copy written again; the run
+     after maps it;
+  4. a fork + exec tree (FORK exec EXEC_CHILD) cold and warm under
+     ada_itest.py: exact call counts in both; recorded once more, the
+     exec'd child's modules all "shared".
+
+Exit 0 = pass, 1 = fail (the work directory is kept and printed).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from coldstart_test import Fail, check  # noqa: E402  (beside this file)
+
+
+def record(ada, work, tag, env, argv):
+    """One recording: (agent.json of the process whose argv[0] is argv's
+    first's, its stdout)."""
+    out = os.path.join(work, "out-" + tag)
+    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out, "--"] + argv,
+                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    check(p.returncode == 0, "%s: ada record exit %d\n%s" % (tag, p.returncode,
+                                                          p.stderr.decode(errors="replace")))
+    jsons = glob.glob(os.path.join(out, "session_*", "pid_*", "agent.json"))
+    check(len(jsons) == 1, "%s: want one process, found %r" % (tag, jsons))
+    with open(jsons[0]) as f:
+        return json.load(f), p.stdout.decode(errors="replace")
+
+
+def texts(stdout):
+    """{name: (hash, path)} from TEXTSUM's lines."""
+    out = {}
+    for line in stdout.splitlines():
+        w = line.split(None, 3)
+        if len(w) == 4 and w[0] == "text":
+            out[w[1]] = (w[2], w[3])
+    check(set(out) == {"self", "libc"}, "the target printed %r" % stdout)
+    return out
+
+
+def hooked(agent):
+    return [m for m in agent["modules"] if m["installed"] > 0]
+
+
+def module_texts(agent):
+    return {os.path.basename(m["path"]): m["text"] for m in hooked(agent)}
+
+
+def copies(cache):
+    return sorted(glob.glob(os.path.join(cache, "ada", "plans", "text", "*", "*")))
+
+
+def libc_copy(cache):
+    c = [p for p in copies(cache) if os.path.basename(p).startswith("libc.so")]
+    check(len(c) == 1, "want one copy of libc, found %r" % copies(cache))
+    return c[0]
+
+
+def writable(path):
+    os.chmod(path, 0o600)
+
+
+def zero_text(path):
+    """Every byte of the copy zeroed, its size kept."""
+    size = os.path.getsize(path)
+    writable(path)
+    with open(path, "r+b") as f:
+        f.write(bytes(size))
+
+
+def change_patch(path, libc_path):
+    """The first byte of getpid's entry (hooked: the copy holds its jump)
+    set to the original's, as in an unpatched file."""
+    sym = subprocess.run(["readelf", "-Ws", "--dyn-syms", libc_path], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout
+    vaddr = None
+    for line in sym.splitlines():
+        w = line.split()
+        if len(w) >= 8 and w[7].split("@")[0] == "getpid" and w[3] == "FUNC":
+            vaddr = int(w[1], 16)
+            break
+    check(vaddr is not None, "getpid not found in %s" % libc_path)
+    hdr = subprocess.run(["readelf", "-Wl", libc_path], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout
+    off = None
+    for line in hdr.splitlines():
+        w = line.split()
+        if w[:1] == ["LOAD"] and int(w[2], 16) <= vaddr < int(w[2], 16) + int(w[5], 16):
+            off = vaddr - int(w[2], 16) + int(w[1], 16)
+    check(off is not None, "getpid's offset not found in %s" % libc_path)
+    with open(libc_path, "rb") as f:
+        f.seek(off)
+        orig = f.read(1)
+    writable(path)
+    with open(path, "r+b") as f:
+        f.seek(off)
+        check(f.read(1) != orig, "getpid is not patched in the copy %s" % path)
+        f.seek(off)
+        f.write(orig)
+
+
+def truncate(path):
+    writable(path)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 4096)
+
+
+def group_writable(path):
+    os.chmod(path, 0o620)
+
+
+def itest(ada, work, tag, env, argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.run([sys.executable, os.path.join(here, "ada_itest.py"), "--ada", ada,
+                        "--work", work, "--name", "itest-" + tag, "target", "--expect-pids",
+                        "2", "--own-module", os.path.basename(argv[-1]), "--"] + argv,
+                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=300)
+    check(p.returncode == 0, "%s: exact counts failed:\n%s" %
+          (tag, p.stdout.decode(errors="replace")[-3000:]))
+
+
+def exec_child_agent(ada, work, tag, env, argv):
+    """The exec'd child's agent.json of one recording of the tree."""
+    out = os.path.join(work, "out-" + tag)
+    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out, "--"] + argv,
+                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    check(p.returncode == 0, "%s: ada record exit %d" % (tag, p.returncode))
+    name = os.path.basename(argv[-1])
+    for f in glob.glob(os.path.join(out, "session_*", "pid_*", "agent.json")):
+        with open(f) as fh:
+            ag = json.load(fh)
+        if ag["argv"] and os.path.basename(ag["argv"][0]) == name:
+            return ag
+    raise Fail("%s: no agent.json of %s" % (tag, name))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("argv", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
+    textsum, tree = [argv[0]], argv[1:]
+    work = os.path.abspath(a.work)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    cache = os.path.join(work, "cache")
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    cases = 0
+    try:
+        cold, out = record(a.ada, work, "cold", env, textsum)
+        want = texts(out)
+        check(set(module_texts(cold).values()) == {"written"},
+              "cold: every hooked module should write its copy: %r" % module_texts(cold))
+        check(cold["shared_text"]["written"] == len(hooked(cold)),
+              "cold: shared_text %r" % cold["shared_text"])
+        check("/ada/plans/text/" not in want["libc"][1], "cold: libc mapped from a copy")
+        cases += 1
+
+        warm, out = record(a.ada, work, "warm", env, textsum)
+        got = texts(out)
+        check(set(module_texts(warm).values()) == {"shared"},
+              "warm: every hooked module should map its copy: %r" % module_texts(warm))
+        check(warm["shared_text"]["mapped"] == len(hooked(warm)) and
+              warm["shared_text"]["written"] == 0, "warm: shared_text %r" % warm["shared_text"])
+        for name in ("self", "libc"):
+            check(got[name][1].startswith(os.path.join(cache, "ada", "plans", "text")),
+                  "warm: %s's text is not the copy: %s" % (name, got[name][1]))
+            check(got[name][0] == want[name][0],
+                  "warm: %s's text differs from the cold run's patched text" % name)
+        cases += 1
+
+        libc_file = [m["path"] for m in cold["modules"]
+                     if os.path.basename(m["path"]).startswith("libc.so")][0]
+        spoil = [("zeroed", zero_text), ("patch changed", lambda p: change_patch(p, libc_file)),
+                 ("truncated", truncate), ("group-writable", group_writable)]
+        for i, (what, how) in enumerate(spoil):
+            how(libc_copy(cache))
+            bad, out = record(a.ada, work, "spoiled%d" % i, env, textsum)
+            check(bad["shared_text"]["refused"] == 1,
+                  "%s: the copy was not refused: %r" % (what, bad["shared_text"]))
+            libc = [m for m in bad["modules"] if m["path"] == libc_file]
+            check(libc and libc[0]["text"] == "written",
+                  "%s: libc's text should be patched and its copy written again: %r" %
+                  (what, libc))
+            check(texts(out) == {k: (want[k][0], v[1]) for k, v in texts(out).items()},
+                  "%s: the text in memory differs from the cold run's" % what)
+            again, out = record(a.ada, work, "again%d" % i, env, textsum)
+            check(set(module_texts(again).values()) == {"shared"} and
+                  texts(out)["libc"][0] == want["libc"][0],
+                  "%s: the copy written again is not mapped: %r" % (what, module_texts(again)))
+            cases += 1
+
+        itest(a.ada, work, "tree-cold", env, tree)
+        itest(a.ada, work, "tree-warm", env, tree)
+        child = exec_child_agent(a.ada, work, "tree", env, tree)
+        check(set(module_texts(child).values()) == {"shared"},
+              "tree-warm: the exec'd child's modules: %r" % module_texts(child))
+        cases += 1
+    except (Fail, subprocess.SubprocessError, OSError) as e:
+        print("FAIL: %s\n(work directory kept: %s)" % (e, work))
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("CASES: %d" % cases)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
