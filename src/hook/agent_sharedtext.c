@@ -29,9 +29,10 @@
  * Trust: the copy is code that every later traced process runs, so it
  * is read only through ada_fs_open_private (the effective user's own
  * file in directories only they and root can change), like the plan
- * cache; its size must be the image's and its bytes must hold every
- * patch at its place (a truncated, zeroed or foreign copy is refused
- * and rewritten). Its other bytes are trusted as the plan cache's are.
+ * cache; its size must be the image's and it must hold a sample of the
+ * patches spread over the text (a truncated, zeroed, unpatched or
+ * foreign copy is refused and rewritten). Its other bytes are trusted
+ * as the plan cache's are.
  * It is written whole, synced and renamed into place.
  *
  * What a user sees: /proc/PID/maps names the copy for the image's text
@@ -57,11 +58,15 @@
 #include "agent_internal.h"
 #include "fs.h"
 
-/* Where a shared module's trampoline block goes: this far below the
- * module, under every image the loader packed next to it and the
- * agent's own mappings below them, and well within the patch's reach of
- * any image smaller than 1 GiB. */
+/* Where a shared module's trampoline block goes: STEXT_BELOW under the
+ * module, below every image the loader packed next to it and the
+ * agent's own mappings under them; a module mapped lower than that (a
+ * non-PIE executable at 4 MiB: cc1, gcc) gets it STEXT_ABOVE over its
+ * start instead, clear of the brk heap's first 1.5 GiB. Either is within
+ * the patch's reach of a module up to STEXT_SPAN wide. */
 #define STEXT_BELOW (1ull << 30)
+#define STEXT_ABOVE (3ull << 29)
+#define STEXT_SPAN (256ull << 20)
 
 /* The copy's directory under the plan cache's. */
 #define STEXT_DIR "text"
@@ -83,8 +88,9 @@ bool agent_stext_block(struct agent_module *m, size_t cap, uint8_t **blk)
 		agent.stext_why[AGENT_STEXT_WHY_OFF]++;
 		return false;
 	}
-	if (m->lo <= STEXT_BELOW || m->hi - m->lo >= STEXT_BELOW ||
-	    hook_mem_alloc_at(agent.mem, m->id, m->lo - STEXT_BELOW, cap, blk)) {
+	uint64_t at = m->lo > 2 * STEXT_BELOW ? m->lo - STEXT_BELOW : m->lo + STEXT_ABOVE;
+	if (m->hi - m->lo > STEXT_SPAN || cap > STEXT_SPAN ||
+	    hook_mem_alloc_at(agent.mem, m->id, at, cap, blk)) {
 		agent.stext_why[AGENT_STEXT_WHY_UNPLACED]++;
 		return false;
 	}
@@ -175,16 +181,29 @@ bool agent_stext_begin(struct agent_stext *sx, struct agent_module *m, struct ag
 	return sx->ok;
 }
 
-/* Whether the copy mapped at p (t's text's place in it) holds every patch. */
-static bool stext_holds(const struct agent_stext *sx, const uint8_t *p)
+/* Patches of each list the copy is checked for: spread over the text. */
+#define STEXT_SAMPLE 8
+
+/* Whether the copy (fd) holds STEXT_SAMPLE patches of each list, spread
+ * from its first to its last, read by pread: a copy of another file or
+ * of the unpatched one, a zeroed or a shifted one is refused. Checking
+ * every patch touched every page of the copy (cc1: 5 000), a quarter of
+ * what the copy saved cc1 (docs/hooks.md): the copy's other bytes are
+ * trusted by its place anyway (the header's comment). */
+static bool stext_holds(const struct agent_stext *sx, int fd)
 {
 	const struct hook_patch *lists[2] = {sx->pads, sx->patches};
 	size_t ns[2] = {sx->n_pad, sx->np};
 	for (int l = 0; l < 2; l++)
-		for (size_t i = 0; i < ns[l]; i++)
-			if (memcmp(p + (lists[l][i].addr - sx->t->lo), lists[l][i].bytes,
-			           lists[l][i].len))
+		for (size_t s = 0; ns[l] && s < STEXT_SAMPLE; s++) {
+			const struct hook_patch *q =
+			    &lists[l][s * (ns[l] - 1) / (STEXT_SAMPLE - 1)];
+			uint8_t got[HOOK_ARCH_MAX_PATCH];
+			off_t at = (off_t)(sx->t->off + (q->addr - sx->t->lo));
+			if (pread(fd, got, q->len, at) != (ssize_t)q->len ||
+			    memcmp(got, q->bytes, q->len))
 				return false;
+		}
 	return true;
 }
 
@@ -204,13 +223,13 @@ bool agent_stext_map(struct agent_stext *sx)
 		return false;
 	}
 	size_t len = (size_t)(t->hi - t->lo);
-	/* Mapped aside first: a copy that cannot be mapped executable (a
-	 * noexec mount) or does not hold the patches changes nothing. */
-	void *p = S_ISREG(st.st_mode) && st.st_size == t->st.st_size
+	/* Checked, then mapped aside: a copy that does not hold the patches
+	 * or cannot be mapped executable (a noexec mount) changes nothing. */
+	void *p = S_ISREG(st.st_mode) && st.st_size == t->st.st_size && stext_holds(sx, fd)
 	              ? mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)t->off)
 	              : MAP_FAILED;
 	close(fd);
-	if (p == MAP_FAILED || !stext_holds(sx, p)) {
+	if (p == MAP_FAILED) {
 		if (p != MAP_FAILED)
 			munmap(p, len);
 		agent.stext_why[AGENT_STEXT_WHY_REFUSED]++;
