@@ -283,7 +283,7 @@ ada_e2e_test(e2e.lazy_libelf lazy_libelf_test.py NO_SKIP
              WORK ${CMAKE_BINARY_DIR}/itest-work/lazy_libelf
              ARGS -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
 # Shared patched text: a copy of each patched text written cold and mapped
-# warm, the same bytes in memory either way; a zeroed, changed, truncated
+# warm, the same bytes in memory either way; a zeroed, unpatched, truncated
 # or group-writable copy refused and written again; exact counts of a fork
 # + exec tree cold and warm (agent_sharedtext.c).
 ada_e2e_test(e2e.shared_text shared_text_test.py NO_SKIP
