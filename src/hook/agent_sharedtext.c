@@ -316,30 +316,55 @@ static bool stext_patch_file(const struct agent_stext *sx, int fd)
 	return true;
 }
 
+/* Copies of one file for one agent build kept at most: one per set of
+ * options and plans (each the image file's size: cc1's 30 MB). */
+#define STEXT_VARIANTS 8
+
+/* Removes the copy in key directory e under dir (name: its file). */
+static void stext_remove(int dir, const char *e, const char *name)
+{
+	int sub = -1;
+	if (ada_fs_open_dir(dir, e, &sub) == 0) {
+		unlinkat(sub, name, 0);
+		close(sub);
+		unlinkat(dir, e, AT_REMOVEDIR);
+	}
+}
+
 /* Removes the copies in dir (the copies' directory) of the same file
  * name written by another agent build or of another version of the file
- * (key: "<name>-<agent>-<ident>-<patches>"): a copy that differs only in
- * its patches is kept (other options), the others are out of date. A
- * process that has one mapped keeps its pages. */
+ * (key: "<name>-<agent>-<ident>-<patches>"), and the oldest copy that
+ * differs only in its patches (other options) when there are more than
+ * STEXT_VARIANTS. A process that has one mapped keeps its pages. */
 static void stext_prune(int dir, const char *key, const char *name)
 {
 	size_t head = strlen(name), same = head + 2 * 17; /* "<name>-<agent>-<ident>" */
+	char oldest[NAME_MAX + 1] = "";
+	struct timespec when = {0, 0};
+	unsigned variants = 0;
 	DIR *d = ada_fs_opendir(dir, ".");
 	if (!d)
 		return;
 	struct dirent *de;
 	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); n++) {
 		const char *e = de->d_name;
-		if (strlen(e) != strlen(key) || strncmp(e, key, head) || e[head] != '-' ||
-		    !strncmp(e, key, same))
+		struct stat st;
+		if (strlen(e) != strlen(key) || strncmp(e, key, head) || e[head] != '-')
 			continue;
-		int sub = -1;
-		if (ada_fs_open_dir(dirfd(d), e, &sub) == 0) {
-			unlinkat(sub, name, 0);
-			close(sub);
-			unlinkat(dirfd(d), e, AT_REMOVEDIR);
+		if (strncmp(e, key, same)) {
+			stext_remove(dirfd(d), e, name);
+			continue;
+		}
+		variants++;
+		if (strcmp(e, key) && fstatat(dirfd(d), e, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (!oldest[0] || st.st_mtim.tv_sec < when.tv_sec ||
+		     (st.st_mtim.tv_sec == when.tv_sec && st.st_mtim.tv_nsec < when.tv_nsec))) {
+			memcpy(oldest, e, strlen(e) + 1);
+			when = st.st_mtim;
 		}
 	}
+	if (variants > STEXT_VARIANTS && oldest[0])
+		stext_remove(dirfd(d), oldest, name);
 	closedir(d);
 }
 

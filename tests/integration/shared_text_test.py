@@ -16,7 +16,10 @@ With one plan cache (XDG_CACHE_HOME under DIR):
      truncated, one the group may write: each refused (shared_text.refused), the text
      patched in place, the same hashes, the copy written again; the run
      after maps it;
-  4. a fork + exec tree (FORK exec EXEC_CHILD) cold and warm under
+  4. ten runs that each exclude another libc function: a copy of libc
+     each (other patches), eight kept, the newest mapped by a run with
+     its options;
+  5. a fork + exec tree (FORK exec EXEC_CHILD) cold and warm under
      ada_itest.py: exact call counts in both; recorded once more, the
      exec'd child's modules all "shared".
 
@@ -34,11 +37,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from coldstart_test import Fail, check  # noqa: E402  (beside this file)
 
 
-def record(ada, work, tag, env, argv):
-    """One recording: (agent.json of the process whose argv[0] is argv's
-    first's, its stdout)."""
+def record(ada, work, tag, env, argv, opts=()):
+    """One recording: (agent.json of its one process, its stdout)."""
     out = os.path.join(work, "out-" + tag)
-    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out, "--"] + argv,
+    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out] + list(opts) +
+                       ["--"] + argv,
                        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=120)
     check(p.returncode == 0, "%s: ada record exit %d\n%s" % (tag, p.returncode,
@@ -191,6 +194,22 @@ def main():
                   texts(out)["libc"][0] == want["libc"][0],
                   "%s: the copy written again is not mapped: %r" % (what, module_texts(again)))
             cases += 1
+
+        # Other options, other patches: a copy each, at most eight kept
+        # (agent_sharedtext.c, STEXT_VARIANTS), the newest among them.
+        for k, fn in enumerate(["getppid", "getuid", "geteuid", "getgid", "getegid", "getpgrp",
+                                "sched_yield", "getpagesize", "sync", "umask"]):
+            ag, _ = record(a.ada, work, "opt%d" % k, env, textsum, opts=("--exclude-symbol", fn))
+            libc = [m for m in ag["modules"] if m["path"] == libc_file]
+            check(libc and libc[0]["text"] == "written",
+                  "without %s: libc's copy should be a new one: %r" % (fn, libc))
+        kept = [p for p in copies(cache) if os.path.basename(p).startswith("libc.so")]
+        check(len(kept) == 8, "want eight copies of libc kept, found %d" % len(kept))
+        again, _ = record(a.ada, work, "opt-last", env, textsum,
+                          opts=("--exclude-symbol", "umask"))
+        check(module_texts(again).get(os.path.basename(libc_file)) == "shared",
+              "the newest copy was removed: %r" % module_texts(again))
+        cases += 1
 
         itest(a.ada, work, "tree-cold", env, tree)
         itest(a.ada, work, "tree-warm", env, tree)
