@@ -225,14 +225,18 @@ bool agent_stext_map(struct agent_stext *sx)
 	size_t len = (size_t)(t->hi - t->lo);
 	/* Checked, then mapped aside: a copy that does not hold the patches
 	 * or cannot be mapped executable (a noexec mount) changes nothing. */
-	void *p = S_ISREG(st.st_mode) && st.st_size == t->st.st_size && stext_holds(sx, fd)
-	              ? mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)t->off)
-	              : MAP_FAILED;
+	if (!S_ISREG(st.st_mode) || st.st_size != t->st.st_size || !stext_holds(sx, fd)) {
+		close(fd);
+		agent.stext_why[AGENT_STEXT_WHY_REFUSED]++;
+		return false; /* replaced by ours after the patches */
+	}
+	void *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)t->off);
 	close(fd);
 	if (p == MAP_FAILED) {
-		if (p != MAP_FAILED)
-			munmap(p, len);
-		agent.stext_why[AGENT_STEXT_WHY_REFUSED]++;
+		/* A noexec mount (EPERM), or no memory: writing the copy again
+		 * would not help the next process. */
+		sx->ok = false;
+		agent.stext_why[AGENT_STEXT_WHY_FAILED]++;
 		return false;
 	}
 	/* Moved over the text in one step: the old mapping goes, the copy
