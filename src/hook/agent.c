@@ -283,10 +283,11 @@ static void agent_json_caches(FILE *f)
 	agent_printf(f,
 	             ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 	             ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"rejected\": %" PRIu64
-	             ", \"decoded\": %" PRIu64 ", \"file_checked\": %" PRIu64 "}",
+	             ", \"decoded\": %" PRIu64 ", \"file_checked\": %" PRIu64
+	             ", \"fit_known\": %" PRIu64 "}",
 	             cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
 	             agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded,
-	             agent.cache_file_checked);
+	             agent.cache_file_checked, agent.cache_fit_known);
 	agent_printf(f,
 	             ",\n  \"symtab_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 	             ", \"off\": %" PRIu64 ", \"refused\": %" PRIu64 "}",

@@ -348,16 +348,18 @@ static inline void install_prefetch(const struct agent_module *m, size_t i)
  * Returns how many remain candidates, or SIZE_MAX when the cache
  * disagrees with the image (then nothing can be trusted from it). */
 static size_t install_prepare(struct agent_module *m, struct agent_plans *plans,
-                              const struct plan_cache_entry *ce)
+                              const struct plan_cache_entry *ce, const char *cache_path)
 {
-	size_t n = 0;
+	size_t n = 0, planned = 0, checked = 0;
 	struct install_rd rd = {.m = m};
 	struct install_padctx pc = {0};
 	dl_iterate_phdr(install_rd_cb, &rd);
 	struct hook_arch_memview mv = {rd.v, rd.n};
 	pc.text.fd = pc.text.pm = -1; /* closed: nothing to close */
-	if (ce && rd.nx)
+	if (ce && rd.nx) {
 		agent_text_open(&pc.text, rd.x[0].addr);
+		agent_text_fit_open(&pc.text, cache_path, plan_cache_file_sum(&plans->file));
+	}
 	/* What the walk below (or the analysis) reads of the text in memory:
 	 * mapped in one call, not a fault each (a hit's checked from the
 	 * file, agent_text.c, but for the pages the process wrote). */
@@ -371,8 +373,10 @@ static size_t install_prepare(struct agent_module *m, struct agent_plans *plans,
 		struct ada_hook_fn *f = &m->st.fns[i];
 		struct hook_arch_plan *plan = ce ? agent_plans_step(plans, m, i) : NULL;
 		install_prefetch(m, i + INSTALL_PREFETCH_AHEAD);
+		planned += ce && ce[i].status == ADA_HOOK_OK && (ce[i].patch_len & PLAN_CACHE_PLAN);
 		if (f->status != ADA_HOOK_OK)
 			continue;
+		checked += ce && ce[i].status == ADA_HOOK_OK && (ce[i].patch_len & PLAN_CACHE_PLAN);
 		if (ce && ce[i].status != ADA_HOOK_OK) {
 			f->status = ce[i].status;
 		} else if (ce && !install_cached_plan(m, &mv, &pc, i, plan, ce[i].patch_len)) {
@@ -383,10 +387,13 @@ static size_t install_prepare(struct agent_module *m, struct agent_plans *plans,
 		n += f->status == ADA_HOOK_OK;
 	}
 	free(pc.pm);
-	agent_text_close(&pc.text);
 	/* The walk read and checked every record (the file is private
 	 * memory: install_emit()'s walk reads the same ones). */
-	if (ce && !plans->v && plans->file.buf && !plan_cache_file_whole(&plans->file))
+	bool whole = !ce || plans->v || !plans->file.buf || plan_cache_file_whole(&plans->file);
+	if (ce && whole)
+		agent_text_fit_store(&pc.text, checked == planned);
+	agent_text_close(&pc.text);
+	if (!whole)
 		return SIZE_MAX;
 	plan_cache_file_rewind(&plans->file, m->st.count);
 	return n;
@@ -702,7 +709,7 @@ static size_t install_analyse(struct agent_module *m, struct agent_plans *plans,
 		uint8_t *saved = malloc(m->st.count ? m->st.count : 1);
 		for (size_t i = 0; saved && i < m->st.count; i++)
 			saved[i] = m->st.fns[i].status;
-		n = saved ? install_prepare(m, plans, c.e) : SIZE_MAX;
+		n = saved ? install_prepare(m, plans, c.e, c.path) : SIZE_MAX;
 		for (size_t i = 0; n == SIZE_MAX && saved && i < m->st.count; i++)
 			m->st.fns[i].status = saved[i]; /* cache disagrees: full analysis */
 		/* Not fitting the image: counted, analysed in full, rewritten. */
@@ -722,7 +729,7 @@ static size_t install_analyse(struct agent_module *m, struct agent_plans *plans,
 	}
 	if (n == SIZE_MAX && !*err) {
 		install_par_used = install_par_failed = false;
-		n = install_prepare(m, plans, NULL);
+		n = install_prepare(m, plans, NULL, NULL);
 		uint64_t tx = agent_now_ns();
 		/* The padding form needs the image's FDE table (padding is told
 		 * from code by it). */

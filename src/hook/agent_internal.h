@@ -504,6 +504,7 @@ struct agent_state {
 	uint64_t symcache_refused;   /* symbol-table cache files there but not used */
 	uint64_t cache_decoded;      /* functions decoded again on a cache hit */
 	uint64_t cache_file_checked; /* cached plans checked against the file (agent_text.c) */
+	uint64_t cache_fit_known; /* modules whose plans a .fit note vouched for (agent_text.c) */
 	/* Shared patched text (agent_sharedtext.c): modules whose text a copy
 	 * replaced, whose copy was written, and those that were not shared,
 	 * by reason (stext_why, AGENT_STEXT_WHY_*). */
@@ -621,6 +622,12 @@ struct agent_text {
 	bool x;         /* the mapping is executable */
 	struct stat st; /* the file's, when fd is open */
 	char name[256]; /* the file's name (its path's last part) */
+	/* The plans' fit already checked against this very file (the plan
+	 * cache's .fit note: agent_text_fit_open); fit_sum: the plan file's
+	 * checksum, 0 when there is no note to read or write. */
+	bool fit_known;
+	uint64_t fit_sum;
+	char fit_path[PATH_MAX];
 };
 /* Opens the check for the mapping that holds addr: in the start-up scan
  * only (hook_no_seccomp; not attached), and only when that mapping is a
@@ -628,9 +635,23 @@ struct agent_text {
  * and every check reads memory. */
 void agent_text_open(struct agent_text *t, uint64_t addr);
 void agent_text_close(struct agent_text *t);
+/* Whether every page of t's mapping holds the file's bytes: none is the
+ * process's own copy (a text relocation, a uprobe) or swapped out. */
+bool agent_text_clean(const struct agent_text *t);
+/* The file's identity (device, inode, size, modification and change
+ * times): another file, or this one changed, has another. */
+uint64_t agent_text_ident(const struct stat *st);
+/* With t open on a plan cache hit's image: whether the plan file of
+ * checksum sum, beside plan_path (its .fit note), was found to fit this
+ * very file already (t->fit_known; counted agent.cache_fit_known). */
+void agent_text_fit_open(struct agent_text *t, const char *plan_path, uint64_t sum);
+/* After a walk that checked every plan of the file and found them all to
+ * fit (all), the note written for the next process. Best effort. */
+void agent_text_fit_store(struct agent_text *t, bool all);
 /* plan_cache_fits() of plan, its bytes read from the file when memory
  * holds the file's there (counted agent.cache_file_checked), else from
- * mem. The walk asks in address order (a window read per 16 pages). */
+ * mem; true without a read when t->fit_known. The walk asks in address
+ * order (a window read per 16 pages). */
 bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
                      const struct hook_arch_plan *plan, unsigned patch_len);
 /* hook_patch_apply_pair(agent.mem, ...) of the start-up scan, with the

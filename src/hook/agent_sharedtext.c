@@ -107,26 +107,6 @@ static bool stext_inside(const struct hook_patch *p, size_t n, uint64_t lo, uint
 	return true;
 }
 
-/* Whether every page of t's mapping holds the file's bytes (none is this
- * process's own copy: a text relocation, a uprobe, or swapped out), read
- * from /proc/self/pagemap a batch at a time. */
-static bool stext_clean(const struct agent_text *t)
-{
-	uint64_t ent[512], first = t->lo / t->pg, n = (t->hi - t->lo) / t->pg;
-	for (uint64_t at = 0; at < n;) {
-		uint64_t k = n - at < 512 ? n - at : 512;
-		ssize_t want = (ssize_t)(k * sizeof(ent[0]));
-		if (pread(t->pm, ent, (size_t)want, (off_t)((first + at) * sizeof(ent[0]))) != want)
-			return false;
-		for (uint64_t q = 0; q < k; q++)
-			if ((ent[q] & HOOK_PM_PRESENT) ? !(ent[q] & HOOK_PM_FILE)
-			                               : (ent[q] & HOOK_PM_SWAP) != 0)
-				return false;
-		at += k;
-	}
-	return true;
-}
-
 /* h chained through every patch (its place relative to lo, length and
  * bytes), each record hashed with the last hash as its seed. */
 static uint64_t stext_hash_patches(uint64_t h, const struct hook_patch *p, size_t n, uint64_t lo)
@@ -139,17 +119,6 @@ static uint64_t stext_hash_patches(uint64_t h, const struct hook_patch *p, size_
 		h = XXH64(rec, sizeof(rel) + p[i].len, h);
 	}
 	return h;
-}
-
-/* The file's identity: a copy of another file, or of this one before it
- * changed, has another name. */
-static uint64_t stext_ident(const struct stat *st)
-{
-	uint64_t v[7] = {(uint64_t)st->st_dev,          (uint64_t)st->st_ino,
-	                 (uint64_t)st->st_size,         (uint64_t)st->st_mtim.tv_sec,
-	                 (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_ctim.tv_sec,
-	                 (uint64_t)st->st_ctim.tv_nsec};
-	return XXH64(v, sizeof(v), 0);
 }
 
 bool agent_stext_begin(struct agent_stext *sx, struct agent_module *m, struct agent_text *t,
@@ -165,7 +134,7 @@ bool agent_stext_begin(struct agent_stext *sx, struct agent_module *m, struct ag
 		return false;
 	}
 	if (!stext_inside(pads, n_pad, t->lo, t->hi) || !stext_inside(patches, np, t->lo, t->hi) ||
-	    !stext_clean(t)) {
+	    !agent_text_clean(t)) {
 		agent.stext_why[AGENT_STEXT_WHY_WRITTEN_ON]++;
 		return false;
 	}
@@ -173,7 +142,7 @@ bool agent_stext_begin(struct agent_stext *sx, struct agent_module *m, struct ag
 	uint64_t h = XXH64(where, sizeof(where), agent.cache_agent_hash);
 	h = stext_hash_patches(stext_hash_patches(h, pads, n_pad, t->lo), patches, np, t->lo);
 	int k = snprintf(sx->key, sizeof(sx->key), "%s-%016" PRIx64 "-%016" PRIx64 "-%016" PRIx64,
-	                 t->name, agent.cache_agent_hash, stext_ident(&t->st), h);
+	                 t->name, agent.cache_agent_hash, agent_text_ident(&t->st), h);
 	int n = snprintf(sx->path, sizeof(sx->path), "%s/" STEXT_DIR "/%s/%s", agent.cache_dir,
 	                 sx->key, t->name);
 	sx->ok = k > 0 && (size_t)k < sizeof(sx->key) && n > 0 && (size_t)n < sizeof(sx->path) &&

@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,10 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "fs.h"
 #include "plancache_internal.h"
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 /* The longest span one check asks for (a patch and its padding slot
  * close before it); longer: the mapped bytes. */
@@ -288,9 +292,97 @@ static const uint8_t *text_at(struct agent_text *t, uint64_t addr, uint64_t len)
 	return t->buf + (addr - t->wlo);
 }
 
+/* Read from /proc/self/pagemap a batch at a time. */
+bool agent_text_clean(const struct agent_text *t)
+{
+	uint64_t ent[512], first = t->lo / t->pg, n = (t->hi - t->lo) / t->pg;
+	for (uint64_t at = 0; at < n;) {
+		uint64_t k = n - at < 512 ? n - at : 512;
+		ssize_t want = (ssize_t)(k * sizeof(ent[0]));
+		if (pread(t->pm, ent, (size_t)want, (off_t)((first + at) * sizeof(ent[0]))) != want)
+			return false;
+		for (uint64_t q = 0; q < k; q++)
+			if ((ent[q] & HOOK_PM_PRESENT) ? !(ent[q] & HOOK_PM_FILE)
+			                               : (ent[q] & HOOK_PM_SWAP) != 0)
+				return false;
+		at += k;
+	}
+	return true;
+}
+
+uint64_t agent_text_ident(const struct stat *st)
+{
+	uint64_t v[7] = {(uint64_t)st->st_dev,          (uint64_t)st->st_ino,
+	                 (uint64_t)st->st_size,         (uint64_t)st->st_mtim.tv_sec,
+	                 (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_ctim.tv_sec,
+	                 (uint64_t)st->st_ctim.tv_nsec};
+	return XXH64(v, sizeof(v), 0);
+}
+
+/* The .fit note beside a plan file (<build-id>-<agent>.fit): "this plan
+ * file fits this image file", written by the process that checked every
+ * plan of it against the file, read by the next one instead of checking
+ * again (docs/hooks.md, "Plan cache", has what that saves). Trusted as
+ * the plan file is, by its place (ada_fs_read_private); its key is the agent build,
+ * the image file's identity and the plan file's checksum, so a changed
+ * image, a rewritten plan file or another agent build does not match. */
+struct text_fit {
+	char magic[8];
+	uint64_t agent_hash, ident, plan_sum, check;
+};
+#define TEXT_FIT_MAGIC "ADAFIT1"
+
+static void text_fit_make(const struct agent_text *t, struct text_fit *f)
+{
+	memset(f, 0, sizeof(*f));
+	memcpy(f->magic, TEXT_FIT_MAGIC, sizeof(f->magic));
+	f->agent_hash = agent.cache_agent_hash;
+	f->ident = agent_text_ident(&t->st);
+	f->plan_sum = t->fit_sum;
+	f->check = XXH64(f, offsetof(struct text_fit, check), 0);
+}
+
+void agent_text_fit_open(struct agent_text *t, const char *plan_path, uint64_t sum)
+{
+	size_t n = strlen(plan_path);
+	t->fit_known = false;
+	t->fit_sum = 0;
+	/* Every page the file's: a page the process wrote (a uprobe, a
+	 * text relocation) is checked against the plans as before. */
+	if (t->fd < 0 || !sum || !agent.cache_agent_hash || n < 5 || !agent_text_clean(t) ||
+	    strcmp(plan_path + n - 5, ".plan") || n - 5 + sizeof(".fit") > sizeof(t->fit_path))
+		return;
+	memcpy(t->fit_path, plan_path, n - 5);
+	memcpy(t->fit_path + n - 5, ".fit", sizeof(".fit"));
+	t->fit_sum = sum;
+	struct text_fit want, got;
+	size_t len = 0;
+	text_fit_make(t, &want);
+	t->fit_known =
+	    ada_fs_read_private(t->fit_path, sizeof(got), sizeof(got), &got, NULL, &len) == 0 &&
+	    len == sizeof(got) && !memcmp(&got, &want, sizeof(got));
+	agent.cache_fit_known += t->fit_known;
+}
+
+void agent_text_fit_store(struct agent_text *t, bool all)
+{
+	const char *base;
+	int dfd = -1;
+	struct text_fit f;
+	if (t->fit_known || !t->fit_sum || !all)
+		return;
+	text_fit_make(t, &f);
+	if (ada_fs_walk_parent(t->fit_path, 0, &dfd, &base) == 0)
+		(void)ada_fs_replace(dfd, base, &f, sizeof(f), false);
+	if (dfd >= 0)
+		close(dfd);
+}
+
 bool agent_text_fits(struct agent_text *t, const struct hook_arch_memview *mem,
                      const struct hook_arch_plan *plan, unsigned patch_len)
 {
+	if (t->fit_known)
+		return true; /* this plan file fits this file: checked before */
 	uint64_t lo = plan->fn_addr, hi = plan->fn_addr + plan->patch_len;
 	if (plan->pad_addr) {
 		lo = plan->pad_addr < lo ? plan->pad_addr : lo;

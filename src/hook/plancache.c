@@ -360,6 +360,14 @@ void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count)
 	f->bad = false;
 }
 
+uint64_t plan_cache_file_sum(const struct plan_cache_file *f)
+{
+	uint64_t sum = 0;
+	if (f->buf && f->len >= PC_HDR)
+		memcpy(&sum, f->buf + PC_SUM_OFF, sizeof(sum));
+	return sum;
+}
+
 void plan_cache_file_free(struct plan_cache_file *f)
 {
 	free(f->buf);
@@ -510,8 +518,10 @@ static void pc_prune(int dfd, const char *base)
 	struct dirent *de;
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		size_t n = strlen(de->d_name);
-		if (n > 5 && !strncmp(de->d_name, base, plen) && de->d_name[plen] == '-' &&
-		    !strcmp(de->d_name + n - 5, ".plan") && strcmp(de->d_name, base))
+		bool ours = (n > 5 && !strcmp(de->d_name + n - 5, ".plan")) ||
+		            (n > 4 && !strcmp(de->d_name + n - 4, ".fit")); /* agent_text.c */
+		if (ours && !strncmp(de->d_name, base, plen) && de->d_name[plen] == '-' &&
+		    strncmp(de->d_name, base, strlen(base) - 5))
 			unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);

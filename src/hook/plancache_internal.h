@@ -158,6 +158,10 @@ bool plan_cache_next_plan(struct plan_cache_file *f, const struct plan_cache_ent
 /* Back to the first plan record of a file of fn_count entries. */
 void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count);
 
+/* The checksum in f's header (a function of the whole file), 0 for an
+ * empty f. */
+uint64_t plan_cache_file_sum(const struct plan_cache_file *f);
+
 /* Frees f's buffer and empties it; an empty f is a no-op. */
 void plan_cache_file_free(struct plan_cache_file *f);
 

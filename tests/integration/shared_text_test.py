@@ -11,15 +11,20 @@ With one plan cache (XDG_CACHE_HOME under DIR):
   2. warm: every hooked module maps its copy ("shared"; /proc/self/maps
      names the copy in the cache), and the bytes in memory are the cold
      run's, byte for byte (the same hashes);
-  3. a copy zeroed (as a crash before its blocks reached the disk would
+  3. the warm run checked the cached plans against the files and left a
+     note (<plan>.fit); the next run checks none (plan_cache.fit_known)
+     and has the same text; the program touched (another identity) has
+     its plans checked again and a new copy; notes changed a byte each
+     vouch for nothing;
+  4. a copy zeroed (as a crash before its blocks reached the disk would
      leave it), one without the patches (the image file's bytes), one
      truncated, one the group may write: each refused (shared_text.refused), the text
      patched in place, the same hashes, the copy written again; the run
      after maps it;
-  4. ten runs that each exclude another libc function: a copy of libc
+  5. ten runs that each exclude another libc function: a copy of libc
      each (other patches), eight kept, the newest mapped by a run with
      its options;
-  5. a fork + exec tree (FORK exec EXEC_CHILD) cold and warm under
+  6. a fork + exec tree (FORK exec EXEC_CHILD) cold and warm under
      ada_itest.py: exact call counts in both; recorded once more, the
      exec'd child's modules all "shared".
 
@@ -144,10 +149,13 @@ def main():
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
-    textsum, tree = [argv[0]], argv[1:]
+    tree = argv[1:]
     work = os.path.abspath(a.work)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
+    # A copy of the program of our own, to touch (case 3).
+    textsum = [os.path.join(work, os.path.basename(argv[0]))]
+    shutil.copy2(argv[0], textsum[0])
     cache = os.path.join(work, "cache")
     env = dict(os.environ, XDG_CACHE_HOME=cache)
     cases = 0
@@ -172,6 +180,41 @@ def main():
                   "warm: %s's text is not the copy: %s" % (name, got[name][1]))
             check(got[name][0] == want[name][0],
                   "warm: %s's text differs from the cold run's patched text" % name)
+        pc = warm["plan_cache"]
+        check(pc["hits"] == len(hooked(warm)) and pc["file_checked"] > 0 and
+              pc["fit_known"] == 0, "warm: the plans should be checked: %r" % pc)
+        cases += 1
+
+        # The check's note: the next run checks nothing (agent_text.c).
+        noted, out = record(a.ada, work, "noted", env, textsum)
+        pc = noted["plan_cache"]
+        check(pc["fit_known"] == len(hooked(noted)) and pc["file_checked"] == 0,
+              "noted: every module's plans should be vouched for: %r" % pc)
+        check(texts(out) == got, "noted: the text differs: %r against %r" % (texts(out), got))
+        check(set(module_texts(noted).values()) == {"shared"}, "noted: %r" % module_texts(noted))
+        # The program touched: another file identity, so neither its note
+        # nor its copy match; checked again, a new copy, the same bytes.
+        os.utime(textsum[0])
+        touched, out = record(a.ada, work, "touched", env, textsum)
+        pc, own = touched["plan_cache"], os.path.basename(textsum[0])
+        check(pc["fit_known"] == len(hooked(touched)) - 1 and pc["file_checked"] > 0,
+              "touched: the program's plans should be checked again: %r" % pc)
+        check(module_texts(touched)[own] == "written",
+              "touched: the program's copy should be new: %r" % module_texts(touched))
+        check(texts(out)["self"][0] == want["self"][0], "touched: the program's text differs")
+        # A note with other contents (its size kept) vouches for nothing.
+        fits = glob.glob(os.path.join(cache, "ada", "plans", "*.fit"))
+        check(len(fits) >= 2, "want the notes of both images, found %r" % fits)
+        for f in fits:
+            with open(f, "r+b") as fh:
+                b = bytearray(fh.read())
+                b[-1] ^= 1
+                fh.seek(0)
+                fh.write(b)
+        forged, _ = record(a.ada, work, "forged", env, textsum)
+        pc = forged["plan_cache"]
+        check(pc["fit_known"] == 0 and pc["file_checked"] > 0 and pc["rejected"] == 0,
+              "forged notes: the plans should be checked: %r" % pc)
         cases += 1
 
         libc_file = [m["path"] for m in cold["modules"]
