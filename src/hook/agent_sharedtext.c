@@ -7,9 +7,9 @@
  * Why: patched in place, each process makes a private copy of every page
  * the patches touch (libc: 261 pages, cc1: about 5 000). On a
  * paravirtualised guest each copy is a page allocated, filled and
- * entered into the shadow page tables: libc's writes were about a
- * quarter of an exec'd child's CPU and cc1's 12 ms of every start. A
- * copy mapped from a file is the page cache's pages, shared by every
+ * entered into the shadow page tables, a large part of an exec'd
+ * child's start (docs/benchmarks.md, "Shared patched text"). A copy
+ * mapped from a file is the page cache's pages, shared by every
  * process that maps it, mapped in as they run like any image's text;
  * and a fork copies no page table entries for it (the mapping holds no
  * anonymous memory).
@@ -18,7 +18,7 @@
  * function to its trampoline, so they are the same bytes in every
  * process whose trampoline block lies at the same distance from the
  * image. At the start-up scan the block of a shared module is placed at
- * STEXT_BELOW under the module (agent_stext_block); then the patched
+ * a fixed distance from it (agent_stext_block); then the patched
  * text is a function of the file, the plans, the options and the agent
  * alone. The copy's name carries a hash of all of them (the file's
  * device, inode, size and times, the agent build, every patch relative
