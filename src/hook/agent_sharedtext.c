@@ -57,6 +57,7 @@
 
 #include "agent_internal.h"
 #include "fs.h"
+#include "hook_mem_pages_internal.h"
 
 /* Where a shared module's trampoline block goes: STEXT_BELOW under the
  * module, below every image the loader packed next to it and the
@@ -221,22 +222,6 @@ bool agent_stext_map(struct agent_stext *sx)
 	return true;
 }
 
-/* Lays the bytes of p[*i..n) that fall in [lo, hi) over buf (lo's), and
- * moves *i past those that end there (a patch that runs on is laid
- * again, its rest, in the next window). */
-static void stext_lay(uint8_t *buf, uint64_t lo, uint64_t hi, const struct hook_patch *p, size_t n,
-                      size_t *i)
-{
-	for (size_t k = *i; k < n && p[k].addr < hi; k++) {
-		uint64_t from = p[k].addr > lo ? p[k].addr : lo;
-		uint64_t to = p[k].addr + p[k].len < hi ? p[k].addr + p[k].len : hi;
-		if (to > from)
-			memcpy(buf + (from - lo), p[k].bytes + (from - p[k].addr), to - from);
-		if (p[k].addr + p[k].len <= hi && k == *i)
-			(*i)++;
-	}
-}
-
 /* The file copied whole into fd, by the kernel where it can. */
 static bool stext_copy_file(int from, int to, uint64_t size, uint8_t *buf, size_t cap)
 {
@@ -264,27 +249,31 @@ static bool stext_copy_file(int from, int to, uint64_t size, uint8_t *buf, size_
 }
 
 /* The patches laid over the copy in fd, a window of t's buffer at a time
- * (the file's bytes read again from t's file). */
+ * (the file's bytes read again from t's file), only the windows that
+ * hold a patch (both lists sorted by address). */
 static bool stext_patch_file(const struct agent_stext *sx, int fd)
 {
 	const struct agent_text *t = sx->t;
-	uint64_t cap = AGENT_TEXT_PAGES * t->pg, at = t->lo;
+	uint64_t cap = AGENT_TEXT_PAGES * t->pg;
 	size_t i = 0, j = 0;
-	while (i < sx->n_pad || j < sx->np) {
-		uint64_t next = i < sx->n_pad ? sx->pads[i].addr : UINT64_MAX;
-		if (j < sx->np && sx->patches[j].addr < next)
-			next = sx->patches[j].addr;
-		uint64_t lo = next & ~(t->pg - 1);
-		lo = lo > at ? lo : at;
+	for (uint64_t lo = t->lo; lo < t->hi; lo += cap) {
 		uint64_t hi = t->hi - lo < cap ? t->hi : lo + cap;
+		/* Past the patches that end before the window. */
+		while (i < sx->n_pad && sx->pads[i].addr + sx->pads[i].len <= lo)
+			i++;
+		while (j < sx->np && sx->patches[j].addr + sx->patches[j].len <= lo)
+			j++;
+		bool any = (i < sx->n_pad && sx->pads[i].addr < hi) ||
+		           (j < sx->np && sx->patches[j].addr < hi);
 		off_t foff = (off_t)(t->off + (lo - t->lo));
+		if (!any)
+			continue;
 		if (pread(t->fd, t->buf, hi - lo, foff) != (ssize_t)(hi - lo))
 			return false;
-		stext_lay(t->buf, lo, hi, sx->pads, sx->n_pad, &i);
-		stext_lay(t->buf, lo, hi, sx->patches, sx->np, &j);
+		hook_pages_lay(t->buf, lo, hi, sx->pads, sx->n_pad);
+		hook_pages_lay(t->buf, lo, hi, sx->patches, sx->np);
 		if (pwrite(fd, t->buf, hi - lo, foff) != (ssize_t)(hi - lo))
 			return false;
-		at = hi;
 	}
 	return true;
 }

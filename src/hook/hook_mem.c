@@ -360,6 +360,27 @@ static int mem_add_region(struct hook_mem *m, uint64_t addr, size_t size, uint32
 	return 0;
 }
 
+/* Our new mapping p = [at, at + size) made module_id's region: marked as
+ * trampoline memory, listed, and put into the snapshot when snapshot
+ * says it was current (then it stays current: MEM_MAPS_KEPT). On
+ * failure the mapping is gone. 0 or -errno. */
+static int mem_region_take(struct hook_mem *m, uint32_t module_id, void *p, size_t size,
+                           bool snapshot)
+{
+	uint64_t at = (uint64_t)(uintptr_t)p;
+	m->maps_fresh = MEM_MAPS_STALE; /* until the new region is in it */
+	int err = mem_dir_mark(at, size, true);
+	if (!err)
+		err = mem_add_region(m, at, size, module_id);
+	if (err) {
+		mem_dir_mark(at, size, false);
+		munmap(p, size);
+	} else if (snapshot && mem_snapshot_insert(m, at, size) == 0) {
+		m->maps_fresh = MEM_MAPS_KEPT;
+	}
+	return err;
+}
+
 /* Maps a new RW region within [wlo, whi), retrying when another thread
  * took the gap between our snapshot and the mmap (EEXIST). */
 static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, uint64_t whi,
@@ -396,16 +417,7 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 				continue;
 			return -ENOMEM;
 		}
-		int err = mem_dir_mark(at, size, true);
-		if (!err)
-			err = mem_add_region(m, at, size, module_id);
-		if (err) {
-			mem_dir_mark(at, size, false);
-			munmap(p, size);
-		} else if (mem_snapshot_insert(m, at, size) == 0) {
-			m->maps_fresh = MEM_MAPS_KEPT;
-		}
-		return err;
+		return mem_region_take(m, module_id, p, size, true);
 	}
 	return -ENOMEM;
 }
@@ -473,18 +485,9 @@ int hook_mem_alloc_at(struct hook_mem *m, uint32_t module_id, uint64_t at, size_
 		munmap(p, size);
 		return -EEXIST;
 	}
-	bool snapshot = m->maps_fresh != MEM_MAPS_STALE;
-	m->maps_fresh = MEM_MAPS_STALE; /* until the new region is in it */
-	int err = mem_dir_mark(at, size, true);
-	if (!err)
-		err = mem_add_region(m, at, size, module_id);
-	if (err) {
-		mem_dir_mark(at, size, false);
-		munmap(p, size);
+	int err = mem_region_take(m, module_id, p, size, m->maps_fresh != MEM_MAPS_STALE);
+	if (err)
 		return err;
-	}
-	if (snapshot && mem_snapshot_insert(m, at, size) == 0)
-		m->maps_fresh = MEM_MAPS_KEPT;
 	struct mem_region *r = &m->regions[m->n_regions - 1];
 	r->used = (len + 15) & ~(size_t)15;
 	*out = (uint8_t *)at;

@@ -21,19 +21,6 @@
 
 #include "hook_mem_pages_internal.h"
 
-/* x86_64 only: arm64 patches need the cache maintenance patch_write()
- * does, and its entries jump to no padding slot. */
-#if defined(__x86_64__) && defined(__linux__)
-
-/* How far before a cut a patch can begin and still reach past it: a
- * jmp rel8 (2 bytes, +127 at most) from an entry to its padding slot. */
-#define HOOK_PAGES_REL8_REACH 130u
-
-static bool pages_bit(const uint64_t *map, uint64_t x)
-{
-	return (map[x / 64] >> (x % 64)) & 1u;
-}
-
 /* The first of a[0..n) whose bytes end after addr (a sorted by address,
  * each at most HOOK_ARCH_MAX_PATCH long). */
 static size_t pages_from(const struct hook_patch *a, size_t n, uint64_t addr)
@@ -50,6 +37,28 @@ static size_t pages_from(const struct hook_patch *a, size_t n, uint64_t addr)
 	while (lo < n && a[lo].addr + a[lo].len <= addr)
 		lo++;
 	return lo;
+}
+
+void hook_pages_lay(uint8_t *buf, uint64_t c, uint64_t e, const struct hook_patch *a, size_t n)
+{
+	for (size_t k = pages_from(a, n, c); k < n && a[k].addr < e; k++) {
+		uint64_t from = a[k].addr > c ? a[k].addr : c;
+		uint64_t to = a[k].addr + a[k].len < e ? a[k].addr + a[k].len : e;
+		memcpy(buf + (from - c), a[k].bytes + (from - a[k].addr), to - from);
+	}
+}
+
+/* x86_64 only: arm64 patches need the cache maintenance patch_write()
+ * does, and its entries jump to no padding slot. */
+#if defined(__x86_64__) && defined(__linux__)
+
+/* How far before a cut a patch can begin and still reach past it: a
+ * jmp rel8 (2 bytes, +127 at most) from an entry to its padding slot. */
+#define HOOK_PAGES_REL8_REACH 130u
+
+static bool pages_bit(const uint64_t *map, uint64_t x)
+{
+	return (map[x / 64] >> (x % 64)) & 1u;
 }
 
 /* Whether a patch of a[0..n) that begins before cut reaches past it:
@@ -92,16 +101,6 @@ static uint64_t pages_cut(const struct hook_pages_step *s, uint64_t c, uint64_t 
 	return 0;
 }
 
-/* Lays the bytes of a[0..n) that fall in [c, e) over buf (c's bytes). */
-static void pages_lay(uint8_t *buf, uint64_t c, uint64_t e, const struct hook_patch *a, size_t n)
-{
-	for (size_t k = pages_from(a, n, c); k < n && a[k].addr < e; k++) {
-		uint64_t from = a[k].addr > c ? a[k].addr : c;
-		uint64_t to = a[k].addr + a[k].len < e ? a[k].addr + a[k].len : e;
-		memcpy(buf + (from - c), a[k].bytes + (from - a[k].addr), to - from);
-	}
-}
-
 /* Whether every changed page of the step holds the file's bytes and lies
  * in src's mapping. */
 static bool pages_all_clean(const struct hook_patch_file *src, const struct hook_pages_step *s)
@@ -121,8 +120,8 @@ static bool pages_write_one(const struct hook_patch_file *src, const struct hook
 	size_t len = (size_t)(e - c);
 	if (pread(src->fd, src->buf, len, (off_t)(src->off + (c - src->lo))) != (ssize_t)len)
 		return false;
-	pages_lay(src->buf, c, e, s->first, s->n_first);
-	pages_lay(src->buf, c, e, s->then, s->n_then);
+	hook_pages_lay(src->buf, c, e, s->first, s->n_first);
+	hook_pages_lay(src->buf, c, e, s->then, s->n_then);
 	struct iovec local = {src->buf, len}, remote = {(void *)(uintptr_t)c, len};
 	return process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
 }

@@ -1,6 +1,7 @@
 /*
  * The start-up scan's whole-page patch writes (hook_mem_pages.c), called
- * by hook_mem.c's patch_write_pair() only.
+ * by hook_mem.c's patch_write_pair() only; and the laying of patches
+ * over a copy of their pages, which agent_sharedtext.c's copies use too.
  */
 #ifndef ADA_HOOK_MEM_PAGES_INTERNAL_H
 #define ADA_HOOK_MEM_PAGES_INTERNAL_H
@@ -21,6 +22,11 @@ struct hook_pages_step {
 	uint64_t lo, hi, pg;
 	const uint64_t *changed, *clean;
 };
+
+/* Lays the bytes of a[0..n) (sorted by address, each at most
+ * HOOK_ARCH_MAX_PATCH long) that fall in [c, e) over buf, which holds
+ * [c, e)'s bytes: a patch that crosses c or e, its part inside. */
+void hook_pages_lay(uint8_t *buf, uint64_t c, uint64_t e, const struct hook_patch *a, size_t n);
 
 /* Writes every changed page of the step whole -- the file's bytes from
  * src with first's patches and then then's laid over them -- through the

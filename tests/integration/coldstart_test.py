@@ -41,15 +41,20 @@ def check(cond, msg):
         raise Fail(msg)
 
 
-def record(ada, work, tag, cache, argv, opts=("--analysis-threads", "2")):
-    out = os.path.join(work, "out-" + tag)
-    env = dict(os.environ, XDG_CACHE_HOME=cache)
+def run_record(ada, out, tag, env, argv, opts=()):
+    """`ada record --out OUT OPTS -- ARGV`, which must succeed: its stdout."""
     p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out] + list(opts) +
                        ["--"] + argv,
                        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=120)
     check(p.returncode == 0, "%s: ada record exit %d\n%s" % (tag, p.returncode,
                                                           p.stderr.decode(errors="replace")))
+    return p.stdout.decode(errors="replace")
+
+
+def record(ada, work, tag, cache, argv, opts=("--analysis-threads", "2")):
+    out = os.path.join(work, "out-" + tag)
+    run_record(ada, out, tag, dict(os.environ, XDG_CACHE_HOME=cache), argv, opts)
     pids = glob.glob(os.path.join(out, "session_*", "pid_*"))
     check(len(pids) == 1, "%s: want one process, found %r" % (tag, pids))
     with open(os.path.join(pids[0], "agent.json")) as f:

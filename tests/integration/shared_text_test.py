@@ -39,22 +39,20 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from coldstart_test import Fail, check  # noqa: E402  (beside this file)
+# Beside this file: one recording that must succeed; a fork + exec tree's
+# exact counts and its exec'd child's agent.json.
+from coldstart_test import Fail, check, run_record  # noqa: E402
+from execcache_test import itest, record as record_exec_child  # noqa: E402
 
 
 def record(ada, work, tag, env, argv, opts=()):
     """One recording: (agent.json of its one process, its stdout)."""
     out = os.path.join(work, "out-" + tag)
-    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out] + list(opts) +
-                       ["--"] + argv,
-                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=120)
-    check(p.returncode == 0, "%s: ada record exit %d\n%s" % (tag, p.returncode,
-                                                          p.stderr.decode(errors="replace")))
+    stdout = run_record(ada, out, tag, env, argv, opts)
     jsons = glob.glob(os.path.join(out, "session_*", "pid_*", "agent.json"))
     check(len(jsons) == 1, "%s: want one process, found %r" % (tag, jsons))
     with open(jsons[0]) as f:
-        return json.load(f), p.stdout.decode(errors="replace")
+        return json.load(f), stdout
 
 
 def texts(stdout):
@@ -113,33 +111,6 @@ def truncate(path):
 
 def group_writable(path):
     os.chmod(path, 0o620)
-
-
-def itest(ada, work, tag, env, argv):
-    here = os.path.dirname(os.path.abspath(__file__))
-    p = subprocess.run([sys.executable, os.path.join(here, "ada_itest.py"), "--ada", ada,
-                        "--work", work, "--name", "itest-" + tag, "target", "--expect-pids",
-                        "2", "--own-module", os.path.basename(argv[-1]), "--"] + argv,
-                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=300)
-    check(p.returncode == 0, "%s: exact counts failed:\n%s" %
-          (tag, p.stdout.decode(errors="replace")[-3000:]))
-
-
-def exec_child_agent(ada, work, tag, env, argv):
-    """The exec'd child's agent.json of one recording of the tree."""
-    out = os.path.join(work, "out-" + tag)
-    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out, "--"] + argv,
-                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=120)
-    check(p.returncode == 0, "%s: ada record exit %d" % (tag, p.returncode))
-    name = os.path.basename(argv[-1])
-    for f in glob.glob(os.path.join(out, "session_*", "pid_*", "agent.json")):
-        with open(f) as fh:
-            ag = json.load(fh)
-        if ag["argv"] and os.path.basename(ag["argv"][0]) == name:
-            return ag
-    raise Fail("%s: no agent.json of %s" % (tag, name))
 
 
 def main():
@@ -256,7 +227,7 @@ def main():
 
         itest(a.ada, work, "tree-cold", env, tree)
         itest(a.ada, work, "tree-warm", env, tree)
-        child = exec_child_agent(a.ada, work, "tree", env, tree)
+        child, _ = record_exec_child(a.ada, work, "tree", env, tree)
         check(set(module_texts(child).values()) == {"shared"},
               "tree-warm: the exec'd child's modules: %r" % module_texts(child))
         cases += 1
